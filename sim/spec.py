@@ -20,11 +20,13 @@ from sim.errors import MegasimError
 from sim.problem import Op, StageResources
 
 
-def _f(help_: str, default=None):
-    return field(default=default, metadata={"help": help_}) if default is not None else field(metadata={"help": help_})
+def _f(help_: str, default=MISSING):
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata={"help": help_})
+    return field(default=default, metadata={"help": help_})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GPUSpec:
     name: str = _f("short name, the file stem")
     full_name: str = _f("marketing name")
