@@ -1,0 +1,41 @@
+"""Shared fixtures: a tiny layer and a tiny GPU, small enough to reason about by hand."""
+import importlib.util
+
+import pytest
+
+from sim.problem import Layer, Partition, WinogradVariant
+
+
+def _gpu_available() -> bool:
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def tiny_layer():
+    return Layer(n=2, c=8, h=10, w=9, k=8, name="tiny")
+
+
+@pytest.fixture
+def tiny_partition():
+    return Partition(tiles_per_group=4, input_channels_per_task=4, gemm_mats_per_task=9,
+                     gemm_k_per_task=4, output_channels_per_task=4, filter_k_per_task=2, threads=64)
+
+
+@pytest.fixture
+def f43():
+    return WinogradVariant(4)
