@@ -1,0 +1,376 @@
+"""What the fused kernel has to beat: every legacy cuDNN algorithm, and PyTorch.
+
+`run_baselines` takes one layer's NHWC input and KRSC filters and runs the
+convolution through each `cudnnConvolutionFwdAlgo_t` (strict FP32, see
+gpu/cudnn.py), in cuDNN's NCHW layout, the paper's baseline (its NHWC kernels
+were slow), and in NHWC, our kernels' own layout. Then through
+`torch.nn.functional.conv2d` with cudnn.benchmark on and TF32 off, in
+contiguous and channels-last memory. Each result carries its output in NHWC
+so the caller checks correctness against its own reference.
+
+Timing follows the device notes' method: CUDA events around every call on
+CuPy's current stream, a warm-up first, the median of `reps` calls, and the
+calls rotate over enough random input/output sets that together they exceed
+twice the L2, so no call finds its operands cached by the one before. Layout
+conversions are outside the timed region: each baseline is timed on data
+already in the layout it wants.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from gpu import cudnn
+from gpu.cudnn import CudnnError, DataType, FwdAlgo, Layout
+from sim.errors import MegasimError
+from sim.problem import Layer
+
+try:
+    import cupy as cp
+except ImportError:
+    cp = None
+
+SCHEMA_VERSION = 1
+DEFAULT_LAYOUTS = (Layout.NCHW, Layout.NHWC)
+
+
+def _require_gpu() -> None:
+    if cp is None:
+        raise MegasimError("no GPU: CuPy is not importable, so the cuDNN/torch baselines cannot run")
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CuPy raises its own runtime error type when no driver is loaded
+        raise MegasimError(f"no GPU: {e}") from None
+    if count == 0:
+        raise MegasimError("no GPU: CUDA reports no device")
+
+
+def _empty_result(name: str, layout: Layout, status: str) -> dict:
+    return {"name": name, "layout": layout.name, "supported": False, "status": status,
+            "median_us": None, "p10_us": None, "p90_us": None, "workspace_bytes": None,
+            "reps": 0, "rotation_sets": 0, "output": None}
+
+
+def _time(launch: Callable[[int], object], nsets: int, reps: int, warmup: int, stream) -> dict:
+    """Median and spread of `reps` calls, each timed alone by a pair of events."""
+    for i in range(warmup):
+        launch(i % nsets)
+    starts = [cp.cuda.Event() for _ in range(reps)]
+    ends = [cp.cuda.Event() for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record(stream)
+        launch((warmup + i) % nsets)
+        ends[i].record(stream)
+    ends[-1].synchronize()
+    us = np.array([cp.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)])
+    return {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
+            "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
+
+
+def _rotation_sets(layer: Layer, x, w, l2_multiple: float, max_sets: int, seed: int) -> list[tuple]:
+    """(x, w) NHWC/KRSC pairs: the caller's first, then fresh random ones, together > l2_multiple x L2."""
+    l2 = cp.cuda.Device().attributes["L2CacheSize"]
+    set_bytes = 4 * (x.size + w.size + layer.n * layer.h * layer.w * layer.k)
+    nsets = min(max_sets, max(2, math.ceil(l2_multiple * l2 / set_bytes)))
+    rng = cp.random.RandomState(seed)
+    return [(x, w)] + [(rng.standard_normal(x.shape, dtype=cp.float32),
+                        rng.standard_normal(w.shape, dtype=cp.float32)) for _ in range(nsets - 1)]
+
+
+def _to_layout(a, layout: Layout):
+    """NHWC/KRSC -> the layout cuDNN is told about (a copy for NCHW, the array itself for NHWC)."""
+    return cp.ascontiguousarray(a.transpose(0, 3, 1, 2)) if layout == Layout.NCHW else a
+
+
+def _to_nhwc(y, layout: Layout):
+    return cp.ascontiguousarray(y.transpose(0, 2, 3, 1)) if layout == Layout.NCHW else y.copy()
+
+
+def _cudnn_algo(handle, conv, algo: FwdAlgo, xs, ws, ys, reps, warmup, stream) -> dict:
+    layout = conv.layout
+    name = f"cudnn:{algo.name}" if layout == Layout.NCHW else f"cudnn-nhwc:{algo.name}"
+    try:
+        ws_bytes = conv.workspace_bytes(handle, algo)
+    except CudnnError as e:
+        return {**_empty_result(name, layout, e.name), "detail": str(e)}
+    try:
+        workspace = cp.empty(ws_bytes, dtype=cp.uint8) if ws_bytes else None
+    except cp.cuda.memory.OutOfMemoryError:
+        return {**_empty_result(name, layout, "OUT_OF_MEMORY"), "workspace_bytes": ws_bytes,
+                "detail": f"could not allocate a {ws_bytes}-byte workspace"}
+    ws_ptr = workspace.data.ptr if workspace is not None else 0
+
+    def launch(i: int) -> None:
+        conv.forward(handle, algo, xs[i].data.ptr, ws[i].data.ptr, ys[i].data.ptr, ws_ptr, ws_bytes)
+
+    try:
+        ys[0].fill(cp.nan)
+        launch(0)
+        stream.synchronize()
+        output = _to_nhwc(ys[0], layout)
+        stats = _time(launch, len(xs), reps, warmup, stream)
+    except CudnnError as e:
+        return {**_empty_result(name, layout, e.name), "workspace_bytes": ws_bytes, "detail": str(e)}
+    return {**_empty_result(name, layout, "CUDNN_STATUS_SUCCESS"), **stats, "supported": True,
+            "workspace_bytes": ws_bytes, "output": output}
+
+
+def _torch(layout: Layout, xs, ws, reps, warmup, stream) -> dict:
+    name = "torch" if layout == Layout.NCHW else "torch-nhwc"
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return _empty_result(name, layout, "skipped: torch not importable")
+    if not torch.cuda.is_available():
+        return _empty_result(name, layout, "skipped: torch sees no CUDA device")
+    flags = torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        if layout == Layout.NCHW:
+            xt = [torch.from_dlpack(a) for a in xs]
+            wt = [torch.from_dlpack(a) for a in ws]
+        else:  # NHWC storage seen as logical NCHW: torch's channels_last
+            xt = [torch.from_dlpack(a).permute(0, 3, 1, 2) for a in xs]
+            wt = [torch.from_dlpack(a).permute(0, 3, 1, 2) for a in ws]
+        tstream = torch.cuda.ExternalStream(stream.ptr) if stream.ptr else torch.cuda.default_stream()
+
+        def launch(i: int):
+            return F.conv2d(xt[i], wt[i], padding=1)
+
+        with torch.cuda.stream(tstream):
+            y = launch(0).permute(0, 2, 3, 1).contiguous()
+            stream.synchronize()
+            output = cp.from_dlpack(y).copy()
+            stream.synchronize()
+            del y
+            stats = _time(launch, len(xs), reps, warmup, stream)
+    finally:
+        (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
+         torch.backends.cuda.matmul.allow_tf32) = flags
+    return {**_empty_result(name, layout, f"ok (torch {torch.__version__})"), **stats, "supported": True,
+            "output": output}
+
+
+def run_baselines(layer: Layer, x_nhwc, w_krsc, reps: int = 20, *, warmup: int = 3,
+                  layouts=DEFAULT_LAYOUTS, algos=tuple(FwdAlgo), with_torch: bool = True,
+                  seed: int = 0, l2_multiple: float = 2.0, max_sets: int = 32) -> list[dict]:
+    """Time every cuDNN algorithm (per layout) and torch on `layer`; outputs are NHWC CuPy arrays.
+
+    Each dict: name, layout, supported, status, median_us, p10_us, p90_us,
+    workspace_bytes, reps, rotation_sets, output (None when unsupported) and,
+    for refusals, detail. `output` is computed on the caller's own x/w.
+    """
+    _require_gpu()
+    if reps < 1:
+        raise MegasimError(f"reps must be >= 1, got {reps}")
+    x = cp.asarray(x_nhwc, dtype=cp.float32)
+    w = cp.asarray(w_krsc, dtype=cp.float32)
+    if x.shape != (layer.n, layer.h, layer.w, layer.c) or w.shape != (layer.k, 3, 3, layer.c):
+        raise MegasimError(f"layer {layer.name} ({layer.shape()}) wants x NHWC "
+                           f"{(layer.n, layer.h, layer.w, layer.c)} and w KRSC {(layer.k, 3, 3, layer.c)}; "
+                           f"got {x.shape} and {w.shape}")
+    x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
+    stream = cp.cuda.get_current_stream()
+    sets = _rotation_sets(layer, x, w, l2_multiple, max_sets, seed)
+    results = []
+    with cudnn.Handle(stream.ptr) as handle:
+        for layout in map(Layout, layouts):
+            xs = [_to_layout(a, layout) for a, _ in sets]
+            ws = [_to_layout(b, layout) for _, b in sets]
+            y_shape = (layer.n, layer.k, layer.h, layer.w) if layout == Layout.NCHW else \
+                (layer.n, layer.h, layer.w, layer.k)
+            ys = [cp.empty(y_shape, dtype=cp.float32) for _ in sets]
+            with cudnn.Convolution(layer, layout) as conv:
+                for algo in map(FwdAlgo, algos):
+                    results.append(_cudnn_algo(handle, conv, algo, xs, ws, ys, reps, warmup, stream))
+            del ys
+            if with_torch:
+                results.append(_torch(layout, xs, ws, reps, warmup, stream))
+    return results
+
+
+def fastest(results: list[dict], prefix: str | None = None) -> dict | None:
+    """The supported result with the lowest median, optionally among names starting with `prefix`."""
+    timed = [r for r in results if r["supported"] and r["median_us"] is not None
+             and (prefix is None or r["name"].startswith(prefix))]
+    return min(timed, key=lambda r: r["median_us"]) if timed else None
+
+
+def reference_fp64(layer: Layer, x_nhwc, w_krsc):
+    """The same convolution in float64 through cuDNN (NCHW, IMPLICIT_GEMM): a reference for large layers."""
+    _require_gpu()
+    x = cp.ascontiguousarray(cp.asarray(x_nhwc, dtype=cp.float64).transpose(0, 3, 1, 2))
+    w = cp.ascontiguousarray(cp.asarray(w_krsc, dtype=cp.float64).transpose(0, 3, 1, 2))
+    y = cp.full((layer.n, layer.k, layer.h, layer.w), cp.nan, dtype=cp.float64)
+    stream = cp.cuda.get_current_stream()
+    with cudnn.Handle(stream.ptr) as handle, cudnn.Convolution(layer, Layout.NCHW, DataType.DOUBLE) as conv:
+        algo = FwdAlgo.IMPLICIT_GEMM
+        ws_bytes = conv.workspace_bytes(handle, algo)
+        workspace = cp.empty(ws_bytes, dtype=cp.uint8) if ws_bytes else None
+        conv.forward(handle, algo, x.data.ptr, w.data.ptr, y.data.ptr,
+                     workspace.data.ptr if workspace is not None else 0, ws_bytes)
+        stream.synchronize()
+    return cp.ascontiguousarray(y.transpose(0, 2, 3, 1))
+
+
+def rel_l2_error(out, ref) -> float:
+    """||out - ref|| / ||ref|| in float64; NaN anywhere in `out` gives NaN."""
+    diff = out.astype(cp.float64) - ref
+    return float(cp.linalg.norm(diff.ravel()) / cp.linalg.norm(ref.ravel()))
+
+
+def device_header(commit: str | None = None) -> dict:
+    """Who measured: device, driver, library versions, git commit and date, for a results file's head."""
+    import datetime
+    import platform
+    import subprocess
+
+    _require_gpu()
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    driver = None
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=20).stdout.split("\n")[dev.id].strip()
+    except (OSError, IndexError, subprocess.SubprocessError):
+        pass  # the CUDA driver API version below still identifies the driver branch
+    if commit is None:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                    timeout=20).stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+    return {"schema_version": SCHEMA_VERSION,
+            "device": props["name"].decode(),
+            "compute_capability": f"{props['major']}.{props['minor']}",
+            "sm_count": props["multiProcessorCount"],
+            "l2_bytes": dev.attributes["L2CacheSize"],
+            "driver": driver,
+            "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),
+            "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
+            "cudnn_version": cudnn.version(),
+            "cudnn_library": cudnn.library().megasim_path,
+            "cupy_version": cp.__version__,
+            "torch_version": torch_version,
+            "python": platform.python_version(),
+            "git_commit": commit,
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+# The paper's 13 layers (name, C, K, H=W); N is the batch, 64 in the paper.
+PAPER_LAYERS = (("ResNet-1", 64, 64, 56), ("ResNet-2", 128, 128, 28), ("ResNet-3", 256, 256, 14),
+                ("ResNet-4", 512, 512, 7), ("YOLOv3-1", 32, 64, 128), ("YOLOv3-2", 64, 128, 64),
+                ("YOLOv3-3", 128, 256, 32), ("YOLOv3-4", 256, 512, 16), ("YOLOv3-5", 512, 1024, 8),
+                ("VGG-1", 128, 128, 112), ("VGG-2", 256, 256, 56), ("VGG-3", 512, 512, 28),
+                ("DenseNet", 192, 48, 56))
+
+_SHORT = {"IMPLICIT_GEMM": "IG", "IMPLICIT_PRECOMP_GEMM": "IPG", "GEMM": "GEMM", "DIRECT": "DIR",
+          "FFT": "FFT", "FFT_TILING": "FFTT", "WINOGRAD": "WIN", "WINOGRAD_NONFUSED": "WNF"}
+
+
+def paper_layers(batch: int = 64) -> list[Layer]:
+    return [Layer(n=batch, c=c, h=hw, w=hw, k=k, name=name) for name, c, k, hw in PAPER_LAYERS]
+
+
+def measure_layer(layer: Layer, reps: int, seed: int) -> dict:
+    """run_baselines on fresh random data, each output scored against the float64 cuDNN reference."""
+    rng = cp.random.RandomState(seed)
+    x = rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32)
+    w = rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32)
+    results = run_baselines(layer, x, w, reps=reps, seed=seed + 1)
+    ref = reference_fp64(layer, x, w)
+    for r in results:
+        out = r.pop("output")
+        r["rel_err_vs_fp64"] = None
+        if out is not None:
+            r["nan_count"] = int(cp.isnan(out).sum())
+            err = rel_l2_error(out, ref)
+            r["rel_err_vs_fp64"] = err if math.isfinite(err) else None
+    del ref
+    cp.get_default_memory_pool().free_all_blocks()
+    return {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w,
+                      "k": layer.k, "direct_flops": layer.direct_flops},
+            "results": results}
+
+
+def _cell(results: list[dict], name: str) -> str:
+    r = next((r for r in results if r["name"] == name), None)
+    return f"{r['median_us']:.0f}" if r and r["supported"] else "-"
+
+
+def format_table(layers: list[dict]) -> str:
+    """One row a layer: each NCHW algorithm's median (us), the NHWC and torch bests, the winner."""
+    cols = list(_SHORT.values())
+    head = f"{'layer':<10}" + "".join(f"{c:>8}" for c in cols) + \
+        f"{'nhwc-best':>22}{'torch':>8}{'t-nhwc':>8}   fastest (us, TFLOP/s eff.)  max-err"
+    lines = [head]
+    for entry in layers:
+        rs, lay = entry["results"], entry["layer"]
+        row = f"{lay['name']:<10}" + "".join(f"{_cell(rs, 'cudnn:' + a):>8}" for a in _SHORT)
+        nb = fastest(rs, "cudnn-nhwc:")
+        row += f"{(_SHORT[nb['name'].split(':')[1]] + ' ' + format(nb['median_us'], '.0f')) if nb else '-':>22}"
+        row += f"{_cell(rs, 'torch'):>8}{_cell(rs, 'torch-nhwc'):>8}"
+        best = fastest(rs)
+        if best:
+            row += f"   {best['name']} {best['median_us']:.0f} {lay['direct_flops'] / best['median_us'] / 1e6:.1f}"
+        errs = [r["rel_err_vs_fp64"] for r in rs if r.get("rel_err_vs_fp64") is not None]
+        row += f"  {max(errs):.1e}" if errs else ""
+        lines.append(row)
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    import argparse
+    import json
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m gpu.baselines", description=__doc__.split("\n")[0])
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--layers", default="all", help="'all' or comma-separated paper layer names")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--commit", default=None, help="git commit to record (default: git rev-parse HEAD)")
+    p.add_argument("--out", default=None, help="write the full results JSON here")
+    args = p.parse_args(argv)
+    try:
+        layers = paper_layers(args.batch)
+        if args.layers != "all":
+            wanted = args.layers.split(",")
+            unknown = set(wanted) - {lay.name for lay in layers}
+            if unknown:
+                raise MegasimError(f"unknown layer(s) {sorted(unknown)}; known: {[lay.name for lay in layers]}")
+            layers = [lay for lay in layers if lay.name in wanted]
+        doc = {"header": {**device_header(args.commit), "reps": args.reps, "seed": args.seed,
+                          "math": "CUDNN_FMA_MATH (strict FP32); torch allow_tf32 off, cudnn.benchmark on",
+                          "layouts": "cudnn:* NCHW/KCRS; cudnn-nhwc:* NHWC/KRSC; torch NCHW contiguous; "
+                                     "torch-nhwc channels_last",
+                          "reference": "float64 cuDNN IMPLICIT_GEMM, NCHW"},
+               "layers": []}
+        for i, layer in enumerate(layers):
+            entry = measure_layer(layer, args.reps, args.seed + 10 * i)
+            doc["layers"].append(entry)
+            best = fastest(entry["results"])
+            print(f"{layer.name}: fastest {best['name'] if best else '-'} "
+                  f"{best['median_us'] if best else float('nan'):.1f} us", flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(doc, f, indent=1)
+        print(format_table(doc["layers"]))
+    except MegasimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
