@@ -15,7 +15,7 @@ TB_RECORD = np.dtype([
     ("op", np.int8),            # sim.problem.Op
     ("sm", np.int32),           # SM the block ran on
     ("dispatch_us", np.float64),  # handed to the SM
-    ("start_us", np.float64),   # began running: read its task, started polling
+    ("start_us", np.float64),   # has its ticket and task; polls its first counter
     ("ready_us", np.float64),   # dependencies satisfied; work begins
     ("end_us", np.float64),     # work done and counter signalled
 ])

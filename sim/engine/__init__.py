@@ -1,0 +1,16 @@
+"""SimPy model of the GPU. `fused` and `nonfused` describe the launches; `run_kernels` executes them."""
+from sim.engine.core import Kernel, RawRun, run_kernels
+from sim.problem import OP_NAMES, Op
+
+
+def fused_kernels(graph, mapping):
+    """The megakernel: every task in mapping order, one block shape (the max over stages)."""
+    return [Kernel(mapping.order, graph.partition.fused_resources(), True, "megakernel")]
+
+
+def nonfused_kernels(graph):
+    """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
+    return [Kernel(graph.tasks_of(op), graph.partition.resources(op), False, OP_NAMES[op]) for op in Op]
+
+
+__all__ = ["Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

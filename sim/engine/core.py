@@ -1,0 +1,252 @@
+"""The GPU model: kernels of thread blocks on SMs, in SimPy time (core cycles).
+
+A kernel is a list of tasks in logical block order plus one block footprint.
+Its blocks go out one at a time, in order, as slots free (`dispatcher`
+hands each to the SM its policy picks, one per `tb_dispatch_interval_cycles`,
+arriving `tb_dispatch_latency_cycles` later). A thread block then lives as
+the megakernel's blocks do (paper Listing 2):
+
+1. start: read its task, poll the counters it waits on. If one is not zero
+   it spins *holding its slot* until the last parent signals, and notices
+   one atomic plus half a poll period later;
+2. work: after a fixed latency (task overhead and the first load's round
+   trip) it classifies its reads against L2 and puts three jobs in flight at
+   once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
+   bytes on the L2 queue, its FLOPs (over the op's efficiency) on its SM's
+   FP32 queue. Memory and compute overlap; the block is done when all three
+   are;
+3. end: decrement the counter it signals and free its slot.
+
+Everything here is callbacks on SimPy events, not one generator per block:
+the model must run ~10^5 blocks per second. If the event queue empties with
+blocks unfinished, every resident block is spinning on parents that cannot
+be dispatched: `DeadlockError` names them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from sim.engine.dispatch import make_policy
+from sim.engine.l2 import L2Model
+from sim.engine.psqueue import PSQueue
+from sim.errors import DeadlockError
+from sim.graph import NO_COUNTER, TaskGraph
+from sim.problem import Op, StageResources
+from sim.spec import GPUSpec
+from sim.trace import empty_records
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """One launch: tasks in logical order, one block footprint, and whether blocks poll counters."""
+
+    tasks: np.ndarray
+    resources: StageResources
+    check_deps: bool
+    name: str = "kernel"
+
+
+@dataclass(frozen=True, eq=False)
+class RawRun:
+    records: np.ndarray
+    block_dram_bytes: np.ndarray
+    kernel_spans_cycles: list
+    l2_stats: dict
+    total_cycles: float
+
+
+class _Machine:
+    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms):
+        self.env = env = simpy.Environment()
+        self.gpu, self.graph, self.kernels = gpu, graph, kernels
+        self.policy_name, self.replay_sms = policy, replay_sms
+        self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
+        self.op = graph.op.tolist()
+        self.waits = graph.waits_on.tolist()
+        self.signals = graph.signals.tolist()
+        self.flops = graph.flops.tolist()
+        self.eff = [gpu.efficiency(op) for op in Op]
+        self.remaining = graph.counter_init.tolist()
+        self.waiters: dict[int, list[int]] = {}
+        self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
+        self.overhead = gpu.task_overhead_cycles
+        self.latency_floor = gpu.dram_latency_cycles
+        total = sum(len(k.tasks) for k in kernels)
+        self.order = np.concatenate([k.tasks for k in kernels]).tolist()
+        self.sm = [-1] * total
+        self.t_dispatch = [0.0] * total
+        self.t_start = [0.0] * total
+        self.t_ready = [0.0] * total
+        self.t_end = [-1.0] * total
+        self.blocked = [0] * total
+        self.pending = [0] * total
+        self.dram_bytes = [0] * total
+        self.spans = []
+        self.kernel_index = -1
+        self.done_total = 0
+
+    # dispatcher -------------------------------------------------------
+    def launch(self, k: int) -> None:
+        kern = self.kernels[k]
+        gpu = self.gpu
+        self.kernel_index = k
+        self.base = sum(len(x.tasks) for x in self.kernels[:k])
+        self.size = len(kern.tasks)
+        self.next = 0
+        self.done_in_kernel = 0
+        self.check = kern.check_deps
+        slots = gpu.blocks_per_sm(kern.resources)
+        self.policy = make_policy(self.policy_name, gpu, slots, self.replay_sms)
+        mem_cap = gpu.sm_bytes_per_cycle / slots
+        self.dram = PSQueue(self.env, gpu.dram_bytes_per_cycle, mem_cap)
+        self.l2q = PSQueue(self.env, gpu.l2_bytes_per_cycle, mem_cap)
+        fp_cap = 2.0 * kern.resources.threads
+        self.fp = [PSQueue(self.env, gpu.fp32_flops_per_cycle_per_sm, fp_cap) for _ in range(gpu.sm_count)]
+        self.next_dispatch_at = self.env.now
+        self.spans.append([self.env.now, None])
+        self.pump()
+
+    def pump(self) -> None:
+        """Hand out blocks in logical order while the policy finds free slots."""
+        env, now = self.env, self.env.now
+        t = max(now, self.next_dispatch_at)
+        interval = self.gpu.tb_dispatch_interval_cycles
+        latency = self.gpu.tb_dispatch_latency_cycles + self.overhead
+        while self.next < self.size:
+            b = self.base + self.next
+            sm = self.policy.take(self.next)
+            if sm < 0:
+                break
+            self.next += 1
+            self.sm[b] = sm
+            self.t_dispatch[b] = t
+            env.timeout(t - now + latency, b).callbacks.append(self.start)
+            t += interval
+        self.next_dispatch_at = t
+
+    # a thread block's life ---------------------------------------------
+    def start(self, ev) -> None:
+        """The block has taken its ticket and read its task: poll its counters."""
+        b = ev._value
+        now = self.env.now
+        self.t_start[b] = now
+        if self.check:
+            task = self.order[b]
+            pend = 0
+            for c in self.waits[task]:
+                if c != NO_COUNTER and self.remaining[c] > 0:
+                    self.waiters.setdefault(c, []).append(b)
+                    pend += 1
+            if pend:
+                self.blocked[b] = pend
+                return
+        self.work(b, now)
+
+    def woken(self, ev) -> None:
+        now = self.env.now
+        for b in ev._value:
+            self.work(b, now)
+
+    def work(self, b: int, now: float) -> None:
+        """Dependencies met: classify reads, then DRAM, L2 and FP32 jobs run at once."""
+        self.t_ready[b] = now
+        task = self.order[b]
+        miss, l2_read = self.l2.read(task)
+        written = self.l2.write(task)
+        dram = miss + written
+        self.dram_bytes[b] = dram
+        done = self._done_callback(b)
+        self.pending[b] = 3 if dram else 2
+        if dram:
+            self.dram.submit(dram, done)
+        self.l2q.submit(l2_read + written, done)
+        self.fp[self.sm[b]].submit(self.flops[task] / self.eff[self.op[task]], done)
+
+    def _done_callback(self, b):
+        def done():
+            self.pending[b] -= 1
+            if self.pending[b] == 0:
+                floor = self.t_ready[b] + self.latency_floor - self.env.now
+                if floor > 0:
+                    self.env.timeout(floor, b).callbacks.append(lambda ev: self.finish(ev._value))
+                else:
+                    self.finish(b)
+        return done
+
+    def finish(self, b: int) -> None:
+        now = self.env.now
+        self.t_end[b] = now
+        self.done_total += 1
+        self.done_in_kernel += 1
+        self.policy.release(self.sm[b])
+        if self.check:
+            c = self.signals[self.order[b]]
+            if c != NO_COUNTER:
+                self.remaining[c] -= 1
+                if self.remaining[c] == 0:
+                    self._wake(self.waiters.pop(c, ()))
+        if self.done_in_kernel == self.size:
+            self.spans[-1][1] = now
+            if self.kernel_index + 1 < len(self.kernels):
+                gap = self.gpu.us_to_cycles(self.gpu.launch_overhead_us)
+                self.env.timeout(gap, self.kernel_index + 1).callbacks.append(lambda e: self.launch(e._value))
+        else:
+            self.pump()
+
+    def _wake(self, waiting) -> None:
+        woken = []
+        for b in waiting:
+            self.blocked[b] -= 1
+            if self.blocked[b] == 0:
+                woken.append(b)
+        if woken:
+            self.env.timeout(self.wake_delay, woken).callbacks.append(self.woken)
+
+    # ----------------------------------------------------------------------
+    def run(self) -> RawRun:
+        self.launch(0)
+        self.env.run()
+        if self.done_total < len(self.order):
+            raise DeadlockError(self._deadlock_message())
+        return self._collect()
+
+    def _collect(self) -> RawRun:
+        n = len(self.order)
+        rec = empty_records(n)
+        to_us = 1.0 / self.gpu.clock_mhz
+        rec["block"] = np.arange(n)
+        rec["task"] = self.order
+        rec["op"] = self.graph.op[rec["task"]]
+        rec["sm"] = self.sm
+        rec["dispatch_us"] = np.array(self.t_dispatch) * to_us
+        rec["start_us"] = np.array(self.t_start) * to_us
+        rec["ready_us"] = np.array(self.t_ready) * to_us
+        rec["end_us"] = np.array(self.t_end) * to_us
+        return RawRun(records=rec, block_dram_bytes=np.array(self.dram_bytes, dtype=np.float64),
+                      kernel_spans_cycles=[tuple(s) for s in self.spans],
+                      l2_stats=self.l2.stats(), total_cycles=self.spans[-1][1] - self.spans[0][0])
+
+    def _deadlock_message(self) -> str:
+        pos = {task: b for b, task in enumerate(self.order)}
+        spinning = [b for b in range(len(self.order)) if self.blocked[b] > 0]
+        parts = []
+        for b in spinning[:3]:
+            task = self.order[b]
+            for c in self.waits[task]:
+                if c != NO_COUNTER and self.remaining[c] > 0:
+                    parents = [pos[p] for p in self.graph.parents_of_counter(c).tolist() if self.t_end[pos[p]] < 0]
+                    undispatched = [p for p in parents if self.sm[p] < 0]
+                    parts.append(f"block {b} (task {task}, {Op(self.op[task]).name.lower()}) waits on counter {c} "
+                                 f"for parent blocks {parents[:5]}{'...' if len(parents) > 5 else ''}"
+                                 f" ({len(undispatched)} never dispatched)")
+        more = f"; {len(spinning) - 3} more spinning" if len(spinning) > 3 else ""
+        return (f"deadlock at {self.gpu.cycles_to_us(self.env.now):.1f} us: {len(spinning)} resident blocks spin "
+                f"on parents that cannot be dispatched: " + "; ".join(parts) + more)
+
+
+def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
+                replay_sms=None) -> RawRun:
+    return _Machine(graph, gpu, list(kernels), policy, replay_sms).run()

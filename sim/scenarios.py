@@ -1,0 +1,97 @@
+"""Layers and networks as data: `scenarios/layers/*.toml`, `scenarios/networks/*.toml`.
+
+A layer file is one 3x3 stride-1 convolution (paper Table 2): `name`, `n`,
+`c`, `h`, `w`, `k` and a `source`. A network file lists the 3x3 stride-1
+convolutions of one CNN as `[[layers]]` entries, each a shape and how many
+times it occurs, so network totals (paper Fig. 11) are a weighted sum over
+distinct shapes. Names are matched case-insensitively; a shape can also be
+given inline as "N,C,H,W,K". Every bad input is one MegasimError that names
+the file or the string at fault.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim.errors import MegasimError
+from sim.problem import Layer
+from sim.spec import SCENARIOS, _load_toml
+
+_SHAPE = ("n", "c", "h", "w", "k")
+
+
+def _layer_from(data: dict, name: str, origin: str) -> Layer:
+    missing = [f for f in _SHAPE if f not in data]
+    if missing:
+        raise MegasimError(f"{origin}: missing field(s) {missing}")
+    for f in _SHAPE:
+        v = data[f]
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise MegasimError(f"{origin}: {f} must be a positive integer, got {v!r}")
+    return Layer(**{f: data[f] for f in _SHAPE}, name=name)
+
+
+def _names(folder: Path) -> dict[str, Path]:
+    return {p.stem.lower(): p for p in sorted(folder.glob("*.toml"))}
+
+
+def _find(kind: str, folder: Path, name: str) -> Path:
+    paths = _names(folder)
+    path = paths.get(name.lower())
+    if path is None:
+        raise MegasimError(f"unknown {kind} {name!r}; known: {', '.join(paths)}")
+    return path
+
+
+def layer_names(root: Path = SCENARIOS) -> list[str]:
+    return list(_names(root / "layers"))
+
+
+def load_layer(name: str, root: Path = SCENARIOS) -> Layer:
+    """The Table 2 layer `name` (any case), e.g. "ResNet-1" or "vgg-3"."""
+    path = _find("layer", root / "layers", name)
+    data = _load_toml(path)
+    label = data.get("name", path.stem)
+    if not isinstance(label, str):
+        raise MegasimError(f"{path}: name must be a string, got {label!r}")
+    return _layer_from(data, label, str(path))
+
+
+def parse_shape(text: str) -> Layer:
+    """"N,C,H,W,K" -> Layer, e.g. "64,64,56,56,64" (ResNet-1)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 5:
+        raise MegasimError(f"shape {text!r}: expected N,C,H,W,K (five integers)")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise MegasimError(f"shape {text!r}: expected N,C,H,W,K (five integers)") from None
+    if any(v <= 0 for v in values):
+        raise MegasimError(f"shape {text!r}: every dimension must be positive")
+    return Layer(*values, name=f"{values[0]}x{values[1]}x{values[2]}x{values[3]}->{values[4]}")
+
+
+def network_names(root: Path = SCENARIOS) -> list[str]:
+    return list(_names(root / "networks"))
+
+
+def load_network(name: str, root: Path = SCENARIOS) -> list[tuple[Layer, int]]:
+    """The 3x3 stride-1 convolutions of network `name`, as (layer, occurrences)."""
+    path = _find("network", root / "networks", name)
+    data = _load_toml(path)
+    origin = str(path)
+    entries = data.get("layers")
+    if not isinstance(entries, list) or not entries:
+        raise MegasimError(f"{origin}: needs at least one [[layers]] entry")
+    n = data.get("n")
+    net = data.get("name", path.stem)
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{origin}: layers[{i}]"
+        if not isinstance(entry, dict):
+            raise MegasimError(f"{where}: expected a table")
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            raise MegasimError(f"{where}: count must be a positive integer, got {count!r}")
+        shape = dict(entry) if n is None else {"n": n, **entry}
+        out.append((_layer_from(shape, f"{net}/{entry.get('name', i)}", where), count))
+    return out

@@ -1,0 +1,53 @@
+"""Synthetic graphs and toy GPUs whose answers follow from arithmetic alone."""
+import numpy as np
+import pytest
+
+from sim.graph import Geometry, TaskGraph
+from sim.problem import Layer, Op, Partition, StageResources, WinogradVariant
+from sim.regions import Buffer, RegionLayout
+from sim.spec import GPUSpec
+
+
+def toy_gpu(**over) -> GPUSpec:
+    """1 GHz, so one cycle is one nanosecond; no latencies unless asked."""
+    base = dict(name="toy", full_name="toy", sm_count=4, sms_per_gpc=2, first_wave_lead_sms=(),
+                max_threads_per_sm=2048, max_blocks_per_sm=4, regs_per_sm=65536,
+                smem_per_sm_bytes=100_000, max_smem_per_block_bytes=100_000, clock_mhz=1000.0,
+                fp32_flops_per_cycle_per_sm=100, dram_gbps=400.0, l2_bytes=1 << 40, l2_gbps=1e6,
+                dram_latency_cycles=0, l2_latency_cycles=0, sm_bytes_per_cycle=1e9,
+                launch_overhead_us=0.0, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=0.0,
+                atomic_latency_cycles=0, spin_poll_cycles=0, dram_efficiency=1.0, l2_efficiency=1.0,
+                l2_usable_fraction=1.0, compute_efficiency={}, task_overhead_cycles=0)
+    base.update(over)
+    return GPUSpec(**base)
+
+
+def synthetic_graph(op, flops, read_bytes, shared_region=None) -> TaskGraph:
+    """Independent tasks, each reading its own region (or `shared_region[i]`) once."""
+    n = len(flops)
+    region = np.arange(n) if shared_region is None else np.asarray(shared_region)
+    nreg = int(region.max()) + 1
+    layer = Layer(1, 1, 1, 1, 1, name="synthetic")
+    geo = Geometry(1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
+    return TaskGraph(
+        layer=layer, variant=WinogradVariant(4), partition=Partition(), geometry=geo,
+        op=np.asarray(op, dtype=np.int8), group=np.zeros(n, dtype=np.int32), index=np.arange(n, dtype=np.int32),
+        flops=np.asarray(flops, dtype=np.float64), waits_on=np.full((n, 2), -1, dtype=np.int32),
+        signals=np.full(n, -1, dtype=np.int32), counter_init=np.zeros(1, dtype=np.int32),
+        group_tiles=np.ones(1, dtype=np.int64),
+        regions=RegionLayout(base={k: 0 for k in Buffer}, kind=np.full(nreg, Buffer.INPUT, dtype=np.int8)),
+        read_ptr=np.arange(n + 1, dtype=np.int64), read_region=region.astype(np.int32),
+        read_bytes=np.asarray(read_bytes, dtype=np.int64),
+        write_ptr=np.zeros(n + 1, dtype=np.int64), write_region=np.zeros(0, dtype=np.int32),
+        write_bytes=np.zeros(0, dtype=np.int64))
+
+
+BLOCK = StageResources(threads=256, regs_per_thread=32)
+
+
+@pytest.fixture
+def gpu():
+    return toy_gpu()
+
+
+__all__ = ["toy_gpu", "synthetic_graph", "BLOCK", "Op"]

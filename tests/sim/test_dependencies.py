@@ -1,0 +1,60 @@
+"""Spin-waits, the dependency distance D_IG, and deadlock reporting."""
+import numpy as np
+import pytest
+
+from sim.engine import Kernel, fused_kernels, run_kernels
+from sim.errors import DeadlockError
+from sim.graph import build_graph
+from sim.mapping import Mapping, make
+from sim.problem import Layer, Op
+from sim.spec import load_gpu
+from sim.trace import spin_us
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return build_graph(Layer(16, 64, 28, 28, 64, name="deps"))
+
+
+def gemm_spin_us(graph, **params):
+    gpu = load_gpu("h200").with_model(sm_count=8)
+    run = run_kernels(graph, fused_kernels(graph, make(graph, "paper", **params)), gpu)
+    rec = run.records
+    return spin_us(rec[rec["op"] == Op.GEMM]).sum()
+
+
+def test_dig_zero_spins_and_large_dig_does_not(graph):
+    tight = gemm_spin_us(graph, dig=0, dgo=4000, m=1)
+    loose = gemm_spin_us(graph, dig=4000, dgo=4000, m=1)
+    assert tight > 100.0
+    assert loose < 0.01 * tight
+
+
+def test_spinning_block_holds_its_slot(graph):
+    gpu = load_gpu("h200")
+    rec = run_kernels(graph, fused_kernels(graph, make(graph, "interleave")), gpu).records
+    spinning = rec[spin_us(rec) > 0]
+    assert len(spinning) > 0
+    assert np.all(spinning["ready_us"] >= spinning["start_us"])
+    assert np.all(spinning["end_us"] > spinning["ready_us"])
+
+
+def test_children_start_work_only_after_parents_end(graph):
+    gpu = load_gpu("h200")
+    run = run_kernels(graph, fused_kernels(graph, make(graph, "paper", dig=0, dgo=0, m=1)), gpu)
+    rec = run.records
+    end_of_task = np.empty(graph.num_tasks)
+    end_of_task[rec["task"]] = rec["end_us"]
+    ready_of_task = np.empty(graph.num_tasks)
+    ready_of_task[rec["task"]] = rec["ready_us"]
+    for t in np.flatnonzero(graph.op == Op.GEMM)[:50]:
+        parents = np.flatnonzero(np.isin(graph.signals, graph.waits_on[t]))
+        assert ready_of_task[t] >= end_of_task[parents].max()
+
+
+def test_deadlock_is_reported_not_hung(graph):
+    gpu = load_gpu("h200")
+    one_slot = gpu.with_model(sm_count=1, max_blocks_per_sm=1)
+    reversed_order = Mapping(np.arange(graph.num_tasks)[::-1].copy())
+    with pytest.raises(DeadlockError, match=r"block 0 .*waits on counter"):
+        run_kernels(graph, [Kernel(reversed_order.order, graph.partition.fused_resources(), True)], one_slot)

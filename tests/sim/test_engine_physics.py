@@ -1,0 +1,77 @@
+"""Known answers from the roofs: FLOPs/peak, bytes/bandwidth, paper eqs. (8) and (9)."""
+import numpy as np
+import pytest
+
+from sim.engine import Kernel, run_kernels
+from sim.problem import Op
+
+from .conftest import BLOCK, synthetic_graph, toy_gpu
+
+pytestmark = []
+
+
+def test_compute_only_runs_at_flops_over_peak(gpu):
+    n, f = 400, 1e5
+    g = synthetic_graph([Op.GEMM] * n, [f] * n, [0] * n)
+    run = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu)
+    ideal = n * f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm)
+    assert run.total_cycles == pytest.approx(ideal, rel=0.02)
+
+
+def test_compute_efficiency_scales_the_fp32_roof():
+    gpu = toy_gpu(compute_efficiency={"gemm": 0.5})
+    n, f = 400, 1e5
+    g = synthetic_graph([Op.GEMM] * n, [f] * n, [0] * n)
+    run = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu)
+    assert run.total_cycles == pytest.approx(2 * n * f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm), rel=0.02)
+
+
+def test_memory_only_runs_at_bytes_over_bandwidth():
+    gpu = toy_gpu(l2_bytes=1)
+    n, b = 400, 1_000_000
+    g = synthetic_graph([Op.INPUT_TRANSFORM] * n, [1.0] * n, [b] * n)
+    run = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu)
+    assert run.total_cycles == pytest.approx(n * b / gpu.dram_bytes_per_cycle, rel=0.02)
+    assert run.l2_stats["INPUT"]["hit_bytes"] == 0
+
+
+def test_per_block_bandwidth_cap_limits_a_lone_block():
+    gpu = toy_gpu(l2_bytes=1, sm_bytes_per_cycle=10.0, max_blocks_per_sm=1)
+    g = synthetic_graph([Op.INPUT_TRANSFORM], [1.0], [10_000])
+    run = run_kernels(g, [Kernel(np.arange(1), BLOCK, False)], gpu)
+    assert run.total_cycles == pytest.approx(1000, rel=1e-6)
+
+
+def _mixed(n_each=300):
+    """Memory tasks and compute tasks of equal total time on their own roof."""
+    gpu = toy_gpu(l2_bytes=1)
+    f = 1e5
+    b = f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm) * gpu.dram_bytes_per_cycle
+    ops = [Op.INPUT_TRANSFORM] * n_each + [Op.GEMM] * n_each
+    flops = [1.0] * n_each + [f] * n_each
+    rd = [int(b)] * n_each + [0] * n_each
+    return gpu, synthetic_graph(ops, flops, rd), n_each * f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm), n_each * int(b) / gpu.dram_bytes_per_cycle
+
+
+def test_fused_mixed_approaches_max_of_roofs_eq9():
+    gpu, g, t_compute, t_memory = _mixed()
+    n = len(g.op) // 2
+    interleaved = np.ravel(np.column_stack([np.arange(n), n + np.arange(n)]))
+    run = run_kernels(g, [Kernel(interleaved, BLOCK, False)], gpu)
+    assert run.total_cycles == pytest.approx(max(t_compute, t_memory), rel=0.06)
+
+
+def test_nonfused_mixed_approaches_sum_of_roofs_eq8():
+    gpu, g, t_compute, t_memory = _mixed()
+    n = len(g.op) // 2
+    kernels = [Kernel(np.arange(n), BLOCK, False), Kernel(n + np.arange(n), BLOCK, False)]
+    run = run_kernels(g, kernels, gpu)
+    assert run.total_cycles == pytest.approx(t_compute + t_memory, rel=0.03)
+
+
+def test_launch_gap_separates_kernels():
+    gpu = toy_gpu(launch_overhead_us=5.0)
+    g = synthetic_graph([Op.GEMM] * 8, [100.0] * 8, [0] * 8)
+    run = run_kernels(g, [Kernel(np.arange(4), BLOCK, False), Kernel(4 + np.arange(4), BLOCK, False)], gpu)
+    (a0, a1), (b0, b1) = run.kernel_spans_cycles
+    assert b0 - a1 == pytest.approx(5000)
