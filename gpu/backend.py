@@ -1,0 +1,235 @@
+"""CuPy access, device facts, and the per-configuration kernel build.
+
+Every number that shapes the kernels (layer, Winograd variant, partition,
+GEMM register blocking) is compiled in. `KernelConfig` names one build;
+`config_header(cfg)` renders it as `ms_config.cuh` (macros plus the transform
+matrices written out with explicit rounding intrinsics, so every build rounds
+the same way); `module(cfg)` compiles megakernel.cu and nonfused.cu into one
+CuPy module, cached per config. A compiled module remembers its config and
+refuses a TaskGraph built for another one.
+
+CuPy is imported here and only here, inside try/except, so the package and
+its CPU tests import on machines without a GPU.
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from sim.errors import MegasimError
+from sim.graph import Geometry, TaskGraph
+from sim.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
+from sim.transforms import winograd_matrices
+
+try:
+    import cupy as cp
+except ImportError:  # CPU-only machine: the kernels cannot run, everything else still imports
+    cp = None
+
+KERNEL_DIR = Path(__file__).parent / "kernels"
+SOURCES = ("nonfused.cu", "megakernel.cu")
+COMPILE_OPTIONS = ("-std=c++17", "--fmad=true")
+
+
+def require_cupy():
+    if cp is None:
+        raise MegasimError("the GPU path needs CuPy (pip install cupy-cuda12x or cupy-cuda13x) and an NVIDIA GPU")
+    return cp
+
+
+def device_info() -> dict:
+    """Device, driver and library versions for result headers."""
+    c = require_cupy()
+    dev = c.cuda.Device()
+    props = c.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    return {
+        "device": name.decode() if isinstance(name, bytes) else str(name),
+        "compute_capability": dev.compute_capability,
+        "sm_count": int(props["multiProcessorCount"]),
+        "l2_bytes": int(props["l2CacheSize"]),
+        "driver_version": int(c.cuda.runtime.driverGetVersion()),
+        "runtime_version": int(c.cuda.runtime.runtimeGetVersion()),
+        "cupy_version": c.__version__,
+    }
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
+        return out.stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """GE Winograd points at once; each thread a TM x TN register block of one point."""
+
+    ge: int
+    tm: int
+    tn: int
+
+
+def gemm_plan(part: Partition) -> GemmPlan:
+    """Largest register block (TN >= 4 preferred, at most 64 accumulators) that tiles the GEMM task."""
+    t, kpg, epg, nt = part.tiles_per_group, part.gemm_k_per_task, part.gemm_mats_per_task, part.threads
+    best = None
+    for ge in range(1, epg + 1):
+        if epg % ge:
+            continue
+        for tm in (1, 2, 4, 8):
+            for tn in (1, 2, 4, 8):
+                if t % tm or kpg % tn or ge * (t // tm) * (kpg // tn) != nt or tm * tn > 64:
+                    continue
+                if (tm >= 4 and t % (4 * (t // tm))) or (tn >= 4 and kpg % (4 * (kpg // tn))):
+                    continue
+                key = (tm * tn, min(tn, 4), tm, -ge)
+                if best is None or key > best[0]:
+                    best = (key, GemmPlan(ge, tm, tn))
+    if best is None:
+        raise MegasimError(
+            f"partition {part}: the GEMM task cannot be tiled by {nt} threads; need ge | gemm_mats_per_task "
+            f"with ge * (tiles_per_group/TM) * (gemm_k_per_task/TN) == threads, TM, TN in 1, 2, 4, 8")
+    return best[1]
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One kernel build: what is compiled in."""
+
+    layer: Layer
+    variant: WinogradVariant
+    partition: Partition
+    ticket: bool = True
+    trace: bool = False
+    spin_limit_ns: int = 2_000_000_000
+
+    @staticmethod
+    def of(graph: TaskGraph, **kw) -> KernelConfig:
+        return KernelConfig(layer=graph.layer, variant=graph.variant, partition=graph.partition, **kw)
+
+    def shape_key(self) -> tuple:
+        """The layer without its name: two layers of one shape share a build."""
+        lay = self.layer
+        return (lay.n, lay.c, lay.h, lay.w, lay.k, self.variant.m, self.partition,
+                self.ticket, self.trace, self.spin_limit_ns)
+
+    def mismatches(self, graph: TaskGraph) -> list[str]:
+        """Fields where `graph` differs from this build, as 'where.field: built X, graph Y'."""
+        out = []
+        for where, mine, theirs in (("layer", self.layer, graph.layer), ("partition", self.partition, graph.partition),
+                                    ("variant", self.variant, graph.variant)):
+            for f in fields(mine):
+                if f.name == "name":
+                    continue
+                a, b = getattr(mine, f.name), getattr(theirs, f.name)
+                if a != b:
+                    out.append(f"{where}.{f.name}: built {a}, graph {b}")
+        return out
+
+    def check(self, graph: TaskGraph) -> None:
+        bad = self.mismatches(graph)
+        if bad:
+            raise MegasimError("kernel was compiled for another problem: " + "; ".join(bad))
+
+
+def _literal(v) -> str:
+    f = float(np.float32(float(v)))
+    return f"{f!r}f" if f == int(f) else f"{f.hex()}f"
+
+
+def _matrix_function(name: str, mat) -> str:
+    """y[r*SO] = sum_j mat[r][j] * x[j*SI], zero terms skipped, left-to-right rounding."""
+    lines = [f"template <int SI, int SO>", f"__device__ __forceinline__ void {name}(const float* x, float* y) {{"]
+    for r, row in enumerate(mat):
+        expr = None
+        for j, c in enumerate(row):
+            if c == 0:
+                continue
+            xj = f"x[{j} * SI]"
+            if expr is None:
+                expr = xj if c == 1 else f"-{xj}" if c == -1 else f"__fmul_rn({_literal(c)}, {xj})"
+            elif c == 1:
+                expr = f"__fadd_rn({expr}, {xj})"
+            elif c == -1:
+                expr = f"__fsub_rn({expr}, {xj})"
+            else:
+                expr = f"__fmaf_rn({_literal(c)}, {xj}, {expr})"
+        lines.append(f"    y[{r} * SO] = {expr or '0.0f'};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def config_header(cfg: KernelConfig) -> str:
+    """The text of ms_config.cuh for one build."""
+    lay, part, var = cfg.layer, cfg.partition, cfg.variant
+    geo = Geometry.of(lay, var, part)
+    plan = gemm_plan(part)
+    defs = {
+        "MS_N": lay.n, "MS_C": lay.c, "MS_H": lay.h, "MS_W": lay.w, "MS_K": lay.k,
+        "MS_M": var.m, "MS_ALPHA": var.alpha,
+        "MS_TILES_H": geo.tiles_h, "MS_TILES_W": geo.tiles_w, "MS_NUM_TILES": geo.num_tiles,
+        "MS_NG": geo.n_g, "MS_SI": geo.s_i, "MS_SG": geo.s_g, "MS_SO": geo.s_o, "MS_NF": geo.n_f,
+        "MS_NEB": geo.n_eb, "MS_NKB": geo.n_kb,
+        "MS_TPG": part.tiles_per_group, "MS_CPI": part.input_channels_per_task, "MS_EPG": part.gemm_mats_per_task,
+        "MS_KPG": part.gemm_k_per_task, "MS_KPO": part.output_channels_per_task, "MS_KPF": part.filter_k_per_task,
+        "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
+        "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
+        "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
+    }
+    assert GEMM_K_STEP == 8, "winograd.cuh stages MS_BK = 8 channels per step"
+    mats = winograd_matrices(var.m)
+    body = ["// Generated by gpu/backend.py config_header(); one kernel build.", "#pragma once",
+            "#define MS_CONFIG_INCLUDED 1"]
+    body += [f"#define {k} {v}" for k, v in defs.items()]
+    body += [_matrix_function("ms_g", mats.G), _matrix_function("ms_bt", mats.BT), _matrix_function("ms_at", mats.AT)]
+    return "\n".join(body) + "\n"
+
+
+DEFAULT_CONFIG = KernelConfig(Layer(n=2, c=8, h=10, w=9, k=8, name="default"), WinogradVariant(4),
+                              Partition(tiles_per_group=32, input_channels_per_task=8, gemm_mats_per_task=4,
+                                        gemm_k_per_task=64, output_channels_per_task=8, filter_k_per_task=4))
+
+
+def kernel_source(cfg: KernelConfig) -> str:
+    """One translation unit: the config, then every kernel file (they include winograd.cuh)."""
+    return config_header(cfg) + "".join((KERNEL_DIR / name).read_text() for name in SOURCES)
+
+
+class CompiledModule:
+    """A CuPy module plus the config it was built for."""
+
+    def __init__(self, cfg: KernelConfig, raw):
+        self.config = cfg
+        self.raw = raw
+        self._functions = {}
+
+    def function(self, name: str):
+        if name not in self._functions:
+            self._functions[name] = self.raw.get_function(name)
+        return self._functions[name]
+
+    def check(self, graph: TaskGraph) -> None:
+        self.config.check(graph)
+
+
+_CACHE: dict[tuple, CompiledModule] = {}
+
+
+def module(cfg: KernelConfig) -> CompiledModule:
+    """Compile (or fetch from the cache) the module for `cfg`."""
+    key = cfg.shape_key()
+    if key not in _CACHE:
+        c = require_cupy()
+        raw = c.RawModule(code=kernel_source(cfg), options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
+        raw.compile()
+        _CACHE[key] = CompiledModule(cfg, raw)
+    return _CACHE[key]
+
+
+__all__ = ["cp", "require_cupy", "device_info", "git_commit", "GemmPlan", "gemm_plan", "KernelConfig",
+           "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR"]

@@ -1,0 +1,100 @@
+"""The fused Winograd megakernel, driven by a TaskGraph and a Mapping.
+
+`FusedConv` holds one compiled build (it refuses graphs of another layer,
+variant or partition), the encoded task map of one mapping
+(`sim.encoding.encode`), the control words (ticket, error record, counters)
+and their initial values on the device. `launch()` resets the control words
+with one device-to-device copy and launches once; the copy is part of every
+fused launch and of every fused timing. `check()` reads the error record and
+raises MegasimError when a block timed out. `trace_records()` turns the trace
+build's timestamps into `sim.trace.TB_RECORD`s.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from gpu.backend import KernelConfig, module, require_cupy
+from sim.encoding import encode
+from sim.errors import MegasimError
+from sim.graph import TaskGraph
+from sim.problem import OP_NAMES, Op
+from sim.trace import empty_records
+
+CTL_COUNTERS = 8  # words before the counters in the control block (megakernel.cu)
+
+
+class Workspace:
+    """The intermediate buffers U, V, M of one graph."""
+
+    def __init__(self, graph: TaskGraph):
+        cp = require_cupy()
+        g, lay, a2 = graph.geometry, graph.layer, graph.variant.alpha ** 2
+        self.U = cp.empty((a2, lay.c, lay.k), dtype=cp.float32)
+        self.V = cp.empty((a2, g.num_tiles, lay.c), dtype=cp.float32)
+        self.M = cp.empty((a2, g.num_tiles, lay.k), dtype=cp.float32)
+
+
+class FusedConv:
+    def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
+                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None):
+        cp = require_cupy()
+        self.graph = graph
+        self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns))
+        self.module.check(graph)
+        self.kernel = self.module.function("ms_megakernel")
+        self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)
+        self.task_map = cp.asarray(encode(graph, self.order))
+        init = np.zeros(CTL_COUNTERS + len(graph.counter_init), dtype=np.int32)
+        init[CTL_COUNTERS:] = graph.counter_init
+        self.ctl_init = cp.asarray(init)
+        self.ctl = cp.empty_like(self.ctl_init)
+        self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
+        self.ws = workspace or Workspace(graph)
+        self._cp = cp
+
+    def launch(self, x, w, y, stream=None) -> None:
+        """Reset the control words and launch once (asynchronous)."""
+        cp = self._cp
+        stream = stream or cp.cuda.get_current_stream()
+        cp.cuda.runtime.memcpyAsync(self.ctl.data.ptr, self.ctl_init.data.ptr, self.ctl.nbytes,
+                                    cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
+        threads = self.graph.partition.threads
+        self.kernel((self.graph.num_tasks,), (threads,),
+                    (x, w, self.ws.U, self.ws.V, self.ws.M, y, self.task_map, self.ctl, self.trace),
+                    stream=stream)
+
+    def check(self) -> None:
+        """Raise if any block timed out waiting (a deadlocked or illegal mapping)."""
+        ctl = self.ctl[:6].get()
+        if ctl[1]:
+            block, task, counter, value = (int(v) for v in ctl[2:6])
+            g = self.graph
+            raise MegasimError(
+                f"mapping deadlock or timeout at logical block {block}, task {task} "
+                f"({OP_NAMES[Op(int(g.op[task]))]} of group {int(g.group[task])}): counter {counter} still "
+                f"at {value} after {self.module.config.spin_limit_ns / 1e9:g} s")
+
+    def run(self, x, w, y) -> None:
+        self.launch(x, w, y)
+        self._cp.cuda.get_current_stream().synchronize()
+        self.check()
+
+    def trace_records(self) -> np.ndarray:
+        """TB_RECORDs of the last launch: microseconds from the earliest block start."""
+        if not self.module.config.trace:
+            raise MegasimError("trace_records needs a build with trace=True")
+        raw = self.trace.get()
+        rec = empty_records(self.graph.num_tasks)
+        task = (raw[:, 0] & 0xFFFFFFFF).astype(np.int64)
+        t0 = raw[:, 1].min()
+        rec["block"] = np.arange(self.graph.num_tasks)
+        rec["task"] = task
+        rec["op"] = self.graph.op[task]
+        rec["sm"] = (raw[:, 0] >> 32).astype(np.int32)
+        for field, col in (("start_us", 1), ("ready_us", 2), ("end_us", 3)):
+            rec[field] = (raw[:, col] - t0).astype(np.float64) / 1e3
+        rec["dispatch_us"] = rec["start_us"]
+        return rec
+
+
+__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS"]
