@@ -85,7 +85,8 @@ def infusible_count(graph: TaskGraph, mapping: Mapping, window: int) -> int:
     """Tasks with no task of the other resource class within +-window/2 blocks (paper 5.2).
 
     `window` is the number of blocks resident at once (N_CTB): tasks further
-    apart than that never run together.
+    apart than that never run together. Filter transforms always count: every
+    GEMM waits for all of them, so nothing compute-bound can run beside them.
     """
     cls = task_class(graph)[mapping.order]
     half = max(1, window // 2)
@@ -95,7 +96,8 @@ def infusible_count(graph: TaskGraph, mapping: Mapping, window: int) -> int:
     compute_near = cum[hi] - cum[lo]
     memory_near = (hi - lo) - compute_near
     other = np.where(cls == 1, memory_near, compute_near)
-    return int(np.count_nonzero(other == 0))
+    lonely = (other == 0) | (graph.op[mapping.order] == Op.FILTER_TRANSFORM)
+    return int(np.count_nonzero(lonely))
 
 
 @dataclass(frozen=True)
