@@ -1,0 +1,280 @@
+"""`megasim bench`: the fused megakernel against our non-fused path, cuDNN and torch.
+
+Per layer: build the TaskGraph under the layer's tuned partition, the
+mapping (a strategy, or a JSON file), and time
+
+- fused: one megakernel launch, ticket order; each timed call includes the
+  device-to-device copy that resets the ticket, error word and counters;
+- fused-raw: the same with raw blockIdx (comparison only; may time out);
+- nonfused: the four kernels launched in order;
+- nonfused-graph: the same four captured once into a CUDA graph, replayed;
+- every cuDNN algorithm and torch, through gpu.baselines when present.
+
+Method (device notes, METHOD.md): CUDA events around each call, warm-up
+first, the median of `reps` (>= 20) calls, inputs rotated over enough fresh
+random sets to exceed twice the L2, outputs poisoned with NaN before the
+correctness run, relative L2 error against float64 (the CPU definition for
+small layers, float64 cuDNN for large ones). Floors: Winograd FLOPs at the
+FP32 FMA rate and one pass over x, w and y at the measured copy bandwidth.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import asdict
+
+import numpy as np
+
+from gpu.backend import device_info, gemm_plan, git_commit, require_cupy
+from gpu.megakernel import FusedConv, Workspace
+from gpu.nonfused import NonFusedConv
+from sim.encoding import SCHEMA_VERSION
+from sim.errors import MegasimError
+from sim.graph import build_graph
+from sim.mapping import Mapping, make, validate
+from sim.problem import Layer, Partition, WinogradVariant
+
+FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
+BENCH_SCHEMA_VERSION = 1
+
+
+def _p(t, cpi, epg, kpg, kpo, kpf=4, threads=256) -> Partition:
+    return Partition(tiles_per_group=t, input_channels_per_task=cpi, gemm_mats_per_task=epg,
+                     gemm_k_per_task=kpg, output_channels_per_task=kpo, filter_k_per_task=kpf, threads=threads)
+
+
+DEFAULT_PARTITION = _p(64, 32, 2, 64, 32)
+# Hand-swept on an H200 (docs/gpu.md): layer name -> partition used by `megasim bench`.
+TUNED: dict[str, Partition] = {}
+SWEEP = [_p(32, 32, 4, 64, 32), _p(64, 32, 2, 64, 32), _p(64, 32, 1, 128, 32), _p(128, 32, 1, 128, 32)]
+SWEEP_SMALL_K = [_p(64, 32, 2, 48, 48, threads=192), _p(64, 32, 4, 16, 16)]
+
+
+def partition_for(layer: Layer) -> Partition:
+    return TUNED.get(layer.name, DEFAULT_PARTITION if layer.k >= 64 else SWEEP_SMALL_K[0])
+
+
+def _layers(args) -> list[Layer]:
+    from sim.scenarios import layer_names, load_layer, parse_shape
+    if getattr(args, "shape", None):
+        return [parse_shape(args.shape)]
+    name = getattr(args, "layer", None) or "all"
+    return [load_layer(n) for n in layer_names()] if name == "all" else [load_layer(name)]
+
+
+def _mapping(graph, args) -> Mapping:
+    if getattr(args, "mapping", None):
+        with open(args.mapping) as f:
+            data = json.load(f)
+        order = data["order"] if isinstance(data, dict) else data
+        mp = Mapping(order=np.asarray(order, dtype=np.int64), strategy="file", params={"path": args.mapping})
+    else:
+        strategy = getattr(args, "strategy", None) or "paper"
+        params = {}
+        if strategy == "paper":
+            params = {k: getattr(args, k, None) for k in ("dig", "dgo", "m")}
+        elif strategy == "random_topo":
+            params = {"seed": getattr(args, "seed", None)}
+        mp = make(graph, strategy, **params)
+    validate(graph, mp)
+    return mp
+
+
+def _time(cp, launch, nsets: int, reps: int, warmup: int = 3) -> dict:
+    stream = cp.cuda.get_current_stream()
+    for i in range(warmup):
+        launch(i % nsets)
+    starts = [cp.cuda.Event() for _ in range(reps)]
+    ends = [cp.cuda.Event() for _ in range(reps)]
+    for i in range(reps):
+        starts[i].record(stream)
+        launch((warmup + i) % nsets)
+        ends[i].record(stream)
+    ends[-1].synchronize()
+    us = np.array([cp.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)])
+    return {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
+            "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
+
+
+def copy_bandwidth(cp, nbytes: int = 2 << 30) -> float:
+    """Bytes read plus written per second of a large device-to-device copy (the DRAM ceiling)."""
+    a = cp.empty(nbytes // 4, dtype=cp.float32)
+    b = cp.empty_like(a)
+    stats = _time(cp, lambda i: b.__setitem__(Ellipsis, a), 1, 10, warmup=2)
+    del a, b
+    return 2 * nbytes / (stats["median_us"] * 1e-6)
+
+
+def _reference(cp, layer, x, w):
+    if layer.n * layer.h * layer.w * layer.c * layer.k <= 2e8:
+        from gpu.winograd import direct_conv
+        return cp.asarray(direct_conv(cp.asnumpy(x), cp.asnumpy(w))), "float64 direct (CPU)"
+    from gpu.baselines import reference_fp64
+    return reference_fp64(layer, x, w), "float64 cuDNN IMPLICIT_GEMM"
+
+
+def _rel(cp, out, ref) -> float:
+    d = out.astype(cp.float64) - ref
+    return float(cp.linalg.norm(d.ravel()) / cp.linalg.norm(ref.ravel()))
+
+
+def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
+                baselines: bool = True, raw_blockidx: bool = True) -> dict:
+    cp = require_cupy()
+    reps = max(20, int(getattr(args, "reps", None) or 20))
+    variant = WinogradVariant(getattr(args, "variant", None) or 4)
+    part = partition or partition_for(layer)
+    graph = build_graph(layer, variant, part)
+    mp = _mapping(graph, args)
+    l2 = cp.cuda.Device().attributes["L2CacheSize"]
+    set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 4 * layer.k * 9 * layer.c
+    nsets = min(16, max(2, math.ceil(2 * l2 / set_bytes)))
+    rng = cp.random.RandomState(int(getattr(args, "seed", None) or 0) + 7)
+    xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
+    wts = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
+    ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
+    ws = Workspace(graph)
+    fused = FusedConv(graph, mp, workspace=ws)
+    nf = NonFusedConv(graph, workspace=ws)
+
+    ref, ref_name = _reference(cp, layer, xs[0], wts[0])
+    checks = {}
+    y_f = cp.full_like(ys[0], cp.nan)
+    fused.run(xs[0], wts[0], y_f)
+    y_n = cp.full_like(ys[0], cp.nan)
+    nf.run(xs[0], wts[0], y_n)
+    for name, y in (("fused", y_f), ("nonfused", y_n)):
+        checks[name] = {"rel_err": _rel(cp, y, ref), "nan_count": int(cp.isnan(y).sum())}
+    bitwise = bool((y_f == y_n).all())
+    del y_f, y_n
+
+    timings = {}
+    timings["fused"] = _time(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
+    fused.check()
+    try:
+        if not raw_blockidx:
+            raise MegasimError("not measured")
+        raw = FusedConv(graph, mp, ticket=False, workspace=ws, spin_limit_ns=500_000_000)
+        timings["fused-raw-blockidx"] = _time(cp, lambda i: raw.launch(xs[i], wts[i], ys[i]), nsets, reps)
+        raw.check()
+    except MegasimError as e:
+        timings["fused-raw-blockidx"] = {"median_us": None, "error": str(e)}
+    timings["nonfused"] = _time(cp, lambda i: nf.launch(xs[i], wts[i], ys[i]), nsets, reps)
+    for i in range(nsets):
+        nf.capture(xs[i], wts[i], ys[i])
+    timings["nonfused-graph"] = _time(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
+
+    wino_flops = float(graph.flops.sum())
+    min_bytes = 4 * (layer.n * layer.h * layer.w * (layer.c + layer.k) + 9 * layer.c * layer.k)
+    entry = {"layer": asdict(layer), "variant": variant.m, "partition": part.to_dict(),
+             "gemm_plan": asdict(gemm_plan(part)), "mapping": {"strategy": mp.strategy, "params": mp.params},
+             "tasks": graph.summary(), "reference": ref_name, "checks": checks,
+             "fused_equals_nonfused_bitwise": bitwise, "timings": timings,
+             "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
+                           "bytes_at_copy_bandwidth": min_bytes / bandwidth * 1e6},
+             "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
+    del ws, fused, nf, ys
+    if baselines:
+        entry["baselines"] = _baselines(cp, layer, xs[0], wts[0], ref, reps)
+    return entry
+
+
+def _baselines(cp, layer, x, w, ref, reps) -> list[dict]:
+    try:
+        from gpu.baselines import run_baselines
+    except ImportError:
+        return []
+    out = []
+    for r in run_baselines(layer, x, w, reps):
+        y = r.pop("output", None)
+        if y is not None:
+            r["rel_err"] = _rel(cp, y, ref)
+        out.append(r)
+    return out
+
+
+def _fastest(entry) -> dict | None:
+    ok = [r for r in entry["baselines"] if r.get("supported") and r.get("median_us")]
+    return min(ok, key=lambda r: r["median_us"]) if ok else None
+
+
+def format_table(entries: list[dict]) -> str:
+    head = (f"{'layer':10} {'fused':>9} {'nf':>9} {'nf-graph':>9} {'cudnn best':>24} {'x cudnn':>7} "
+            f"{'x nf-g':>6} {'floor':>8} {'err':>8}")
+    lines = [head, "-" * len(head)]
+    for e in entries:
+        t = e["timings"]
+        f, g = t["fused"]["median_us"], t["nonfused-graph"]["median_us"]
+        best = _fastest(e)
+        floor = max(e["floors_us"].values())
+        lines.append(
+            f"{e['layer']['name'][:10]:10} {f:9.1f} {t['nonfused']['median_us']:9.1f} {g:9.1f} "
+            + (f"{best['name'][:15]:>15} {best['median_us']:8.1f} {best['median_us'] / f:7.2f}" if best
+               else f"{'-':>24} {'-':>7}")
+            + f" {g / f:6.2f} {floor:8.1f} {e['checks']['fused']['rel_err']:8.1e}")
+    return "\n".join(lines)
+
+
+def bench_main(args) -> int:
+    """Entry point of `megasim bench` (args: an argparse Namespace from sim/cli.py)."""
+    cp = require_cupy()
+    layers = _layers(args)
+    header = {"schema_version": BENCH_SCHEMA_VERSION, "task_map_schema_version": SCHEMA_VERSION,
+              **device_info(), "git_commit": git_commit(), "reps": max(20, int(getattr(args, "reps", 0) or 20)),
+              "fused_timing": "includes the control-word reset copy before each launch"}
+    try:
+        from gpu.baselines import device_header
+        header["baseline_header"] = device_header(header["git_commit"])
+    except ImportError:
+        pass
+    header["copy_bandwidth_bytes_per_s"] = copy_bandwidth(cp)
+    header["fp32_peak_flops"] = FP32_PEAK_FLOPS
+    entries = []
+    for layer in layers:
+        entries.append(bench_layer(layer, args, header["copy_bandwidth_bytes_per_s"]))
+        cp.get_default_memory_pool().free_all_blocks()
+        print(format_table(entries[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    doc = {"header": header, "layers": entries}
+    if getattr(args, "out", None):
+        with open(args.out, "w") as f:
+            json.dump(doc, f, indent=1, default=str)
+    print(json.dumps(doc, default=str) if getattr(args, "json", False) else format_table(entries))
+    return 0
+
+
+def sweep_main(argv=None) -> int:
+    """`python -m gpu.bench`: time the fused kernel of every layer under each sweep partition."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m gpu.bench")
+    p.add_argument("--layer", default="all")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    cp = require_cupy()
+    bw = copy_bandwidth(cp)
+    rows = []
+    for layer in _layers(args):
+        for part in (SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
+            try:
+                e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False)
+            except MegasimError as err:
+                print(f"{layer.name} {part}: {err}", flush=True)
+                continue
+            t = e["timings"]
+            rows.append({"layer": layer.name, "partition": part.to_dict(), "fused_us": t["fused"]["median_us"],
+                         "nonfused_graph_us": t["nonfused-graph"]["median_us"],
+                         "rel_err": e["checks"]["fused"]["rel_err"], "bitwise": e["fused_equals_nonfused_bitwise"]})
+            r = rows[-1]
+            print(f"{layer.name:10} t={part.tiles_per_group:3} e={part.gemm_mats_per_task} "
+                  f"kpg={part.gemm_k_per_task:3} nt={part.threads}  fused {r['fused_us']:9.1f}  "
+                  f"nf-graph {r['nonfused_graph_us']:9.1f}  err {r['rel_err']:.1e} bit {r['bitwise']}", flush=True)
+            cp.get_default_memory_pool().free_all_blocks()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"header": {**device_info(), "git_commit": git_commit()}, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(sweep_main())
