@@ -14,12 +14,11 @@ crash never leaves a truncated trace where a good one is expected.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+from sim.atomic import atomic_path
 
 from sim.problem import OP_NAMES, Op
 
@@ -35,21 +34,6 @@ def op_name(op: int) -> str:
         return OP_NAMES[Op(op)]
     except ValueError:
         return f"op{op}"
-
-
-@contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside `path`; on success rename it over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def trace_events(records: np.ndarray, meta: dict | None = None) -> dict:

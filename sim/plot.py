@@ -24,7 +24,8 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from sim.perfetto import atomic_path, op_name  # noqa: E402
+from sim.atomic import atomic_path  # noqa: E402
+from sim.perfetto import op_name  # noqa: E402
 from sim.problem import Op  # noqa: E402
 
 OP_COLORS = {Op.FILTER_TRANSFORM: "#8e44ad", Op.INPUT_TRANSFORM: "#2e86de",

@@ -1,0 +1,155 @@
+"""`megasim`: parse, load the scenario, call one function, print. Bad input is one line and exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sim.errors import MegasimError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise MegasimError(message)
+
+
+def _partition(text: str | None):
+    from sim.problem import Partition
+    if not text:
+        return None
+    fields = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise MegasimError(f"--partition wants key=int pairs separated by commas, got {item!r}")
+        fields[key.strip()] = int(value)
+    return Partition.from_dict(fields)
+
+
+def _layer(args):
+    from sim.scenarios import load_layer, parse_shape
+    if args.layer and args.shape:
+        raise MegasimError("give --layer or --shape, not both")
+    return parse_shape(args.shape) if args.shape else load_layer(args.layer or "ResNet-2")
+
+
+def _problem_args(p):
+    p.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
+    p.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
+    p.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    p.add_argument("--partition", help="partition overrides, e.g. tiles_per_group=64,gemm_k_per_task=32")
+    p.add_argument("--strategy", default="paper", help="mapping strategy (megasim mappings lists them)")
+    p.add_argument("--dig", type=int, help="paper: D_IG, input->GEMM distance in blocks")
+    p.add_argument("--dgo", type=int, help="paper: D_GO, GEMM->output distance in blocks")
+    p.add_argument("--m", type=int, help="paper: M, task groups sharing one filter matrix")
+    p.add_argument("--seed", type=int, help="random_topo: seed")
+    p.add_argument("--mapping", help="a mapping JSON file (from megasim search); overrides --strategy")
+
+
+def _params(args) -> dict:
+    return {k: getattr(args, k) for k in ("dig", "dgo", "m", "seed") if getattr(args, k) is not None}
+
+
+def cmd_simulate(args) -> int:
+    from sim.report import print_simulation
+    from sim.simulate import prepare, simulate
+    from sim.spec import load_gpu
+    from sim.problem import WinogradVariant
+    gpu = load_gpu(args.gpu)
+    layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
+    if layer is None:
+        from sim.mapping.io import problem_of, read_mapping_file
+        layer, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
+    else:
+        variant, partition = WinogradVariant(args.variant), _partition(args.partition)
+    graph, mapping = prepare(layer, variant, partition, args.strategy, _params(args), args.mapping)
+    result = simulate(graph, mapping, gpu, args.policy)
+    if args.trace:
+        from sim.perfetto import write_trace
+        write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
+    if args.plot:
+        from sim.plot import plot_timeline
+        plot_timeline(result.fused.records, args.plot,
+                      title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
+                      num_sms=gpu.sm_count)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print_simulation(graph, gpu, result)
+    return 0
+
+
+def cmd_layers(args) -> int:
+    from sim.scenarios import layer_names, load_layer, network_names
+    for name in layer_names():
+        layer = load_layer(name)
+        print(f"{layer.name:10s} {layer.shape()}")
+    print("networks: " + ", ".join(network_names()))
+    return 0
+
+
+def cmd_gpus(args) -> int:
+    from sim.spec import gpu_names, load_gpu
+    for name in gpu_names():
+        g = load_gpu(name)
+        print(f"{name:6s} {g.full_name:28s} {g.sm_count:4d} SMs  {g.peak_fp32_tflops:5.1f} TFLOP/s FP32  "
+              f"{g.dram_gbps / 1000:4.2f} TB/s  L2 {g.l2_bytes / 2**20:.0f} MiB")
+    return 0
+
+
+def cmd_mappings(args) -> int:
+    from sim.engine.dispatch import DISPATCH_POLICIES
+    from sim.mapping import MAPPINGS
+    print("strategies: " + ", ".join(MAPPINGS.names()))
+    print("dispatch policies: " + ", ".join(DISPATCH_POLICIES.names()))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from gpu.bench import bench_main
+    return bench_main(args) or 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="megasim", description=__doc__)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
+    _problem_args(sim)
+    sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
+    sim.add_argument("--policy", default="in_order_round_robin", help="block dispatch policy")
+    sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
+    sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
+    sim.set_defaults(func=cmd_simulate)
+    sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
+    sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
+    sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
+    bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
+    _problem_args(bench)
+    bench.add_argument("--reps", type=int, default=20)
+    bench.add_argument("--out", help="write the results JSON here")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return args.func(args)
+    except MegasimError as exc:
+        print(f"megasim: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"megasim: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The `megasim` command: the JSON contract, artefacts, and one-line errors with exit code 2."""
+import json
+
+import pytest
+
+from sim.cli import main
+from sim.graph import build_graph
+from sim.mapping import make
+from sim.mapping.io import save_mapping
+from sim.problem import Layer
+
+SMALL = ["--shape", "2,32,20,20,32"]
+KEYS = {"layer", "gpu", "strategy", "fused_us", "nonfused_us", "speedup", "num_tbs", "infusible",
+        "l2_hit_rate", "dram_bytes", "spin_us", "sim_seconds"}
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_simulate_json_has_the_contract_keys(capsys):
+    rc, out, _ = run(capsys, "simulate", *SMALL, "--json", "--gpu", "v100")
+    doc = json.loads(out)
+    assert rc == 0 and KEYS <= set(doc)
+    assert doc["speedup"] == pytest.approx(doc["nonfused_us"] / doc["fused_us"])
+
+
+def test_simulate_default_prints_a_table(capsys):
+    rc, out, _ = run(capsys, "simulate", *SMALL)
+    assert rc == 0 and "fused megakernel" in out and "speedup" in out
+
+
+def test_trace_and_plot_are_written(tmp_path, capsys):
+    trace, plot = tmp_path / "t.json", tmp_path / "p.png"
+    rc, _, _ = run(capsys, "simulate", *SMALL, "--trace", str(trace), "--plot", str(plot))
+    assert rc == 0
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_mapping_file_round_trip(tmp_path, capsys):
+    layer = Layer(2, 32, 20, 20, 32, name="custom")
+    graph = build_graph(layer)
+    path = save_mapping(tmp_path / "best.json", graph, make(graph, "paper", dig=3, dgo=5, m=2))
+    rc, out, _ = run(capsys, "simulate", "--mapping", str(path), "--json")
+    assert rc == 0 and json.loads(out)["params"] == {"dig": 3, "dgo": 5, "m": 2}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["simulate", "--layer", "ResNet-99"], "unknown layer"),
+    (["simulate", "--gpu", "p100"], "unknown GPU"),
+    (["simulate", "--shape", "2,0,8,8,8"], "positive"),
+    (["simulate", "--shape", "2,x,8,8,8"], "five integers"),
+    (["simulate", "--variant", "3"], "m=3"),
+    (["simulate", "--strategy", "best"], "unknown mapping strategy"),
+    (["simulate", "--strategy", "sequential", "--dig", "4"], "unknown option"),
+    (["simulate", "--partition", "tiles=4"], "unknown field"),
+    (["simulate", "--partition", "tiles_per_group=0"], "positive"),
+    (["simulate", "--policy", "lifo"], "unknown dispatch policy"),
+    (["simulate", "--bogus"], "unrecognized arguments"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_malformed_files_are_one_line_errors(tmp_path, capsys):
+    bad_gpu = tmp_path / "g.toml"
+    bad_gpu.write_text("[hardware\n")
+    bad_map = tmp_path / "m.json"
+    bad_map.write_text("{not json")
+    for argv in (["simulate", "--gpu", str(bad_gpu)], ["simulate", "--mapping", str(bad_map)]):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_illegal_mapping_file_is_rejected(tmp_path, capsys):
+    layer = Layer(2, 32, 20, 20, 32, name="custom")
+    graph = build_graph(layer)
+    mapping = make(graph, "sequential")
+    mapping.order[[0, -1]] = mapping.order[[-1, 0]]
+    path = save_mapping(tmp_path / "bad.json", graph, mapping)
+    rc, _, err = run(capsys, "simulate", "--mapping", str(path))
+    assert rc == 2 and "illegal mapping" in err
+
+
+def test_mapping_for_another_layer_is_refused(tmp_path, capsys):
+    graph = build_graph(Layer(2, 32, 20, 20, 32))
+    path = save_mapping(tmp_path / "m.json", graph, make(graph, "sequential"))
+    rc, _, err = run(capsys, "simulate", "--mapping", str(path), "--layer", "ResNet-1")
+    assert rc == 2 and "another graph" in err
+
+
+def test_unwritable_trace_path_fails_cleanly(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    rc, _, err = run(capsys, "simulate", *SMALL, "--trace", str(tmp_path / "file" / "t.json"))
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
