@@ -46,20 +46,36 @@ def _p(t, cpi, epg, kpg, kpo, kpf=4, threads=256) -> Partition:
 
 DEFAULT_PARTITION = _p(64, 32, 2, 64, 32)
 # Hand-swept on an H200 (docs/gpu.md): layer name -> partition used by `megasim bench`.
-TUNED: dict[str, Partition] = {}
+TUNED: dict[str, Partition] = {
+    "ResNet-1": _p(32, 32, 4, 64, 32), "ResNet-2": _p(64, 32, 1, 128, 32), "ResNet-3": _p(64, 32, 1, 128, 32),
+    "ResNet-4": _p(64, 32, 1, 128, 32), "YOLOv3-1": _p(32, 32, 4, 64, 32), "YOLOv3-2": _p(64, 32, 2, 64, 32),
+    "YOLOv3-3": _p(64, 32, 2, 64, 32), "YOLOv3-4": _p(64, 32, 2, 64, 32), "YOLOv3-5": _p(128, 32, 1, 128, 32),
+    "VGG-1": _p(64, 32, 1, 128, 32), "VGG-2": _p(64, 32, 1, 128, 32), "VGG-3": _p(64, 32, 1, 128, 32),
+    "DenseNet": _p(64, 32, 2, 48, 48, threads=192),
+}
 SWEEP = [_p(32, 32, 4, 64, 32), _p(64, 32, 2, 64, 32), _p(64, 32, 1, 128, 32), _p(128, 32, 1, 128, 32)]
 SWEEP_SMALL_K = [_p(64, 32, 2, 48, 48, threads=192), _p(64, 32, 4, 16, 16)]
 
 
-def partition_for(layer: Layer) -> Partition:
-    return TUNED.get(layer.name, DEFAULT_PARTITION if layer.k >= 64 else SWEEP_SMALL_K[0])
+def partition_for(layer: Layer, overrides: str | None = None) -> Partition:
+    """The tuned partition of a layer, with `--partition k=v,...` overrides applied."""
+    part = TUNED.get(layer.name, DEFAULT_PARTITION if layer.k >= 64 else SWEEP_SMALL_K[0])
+    if not overrides:
+        return part
+    fields = part.to_dict()
+    for item in overrides.split(","):
+        key, _, value = item.partition("=")
+        if not value.strip().isdigit():
+            raise MegasimError(f"--partition {overrides!r}: expected name=integer pairs, got {item!r}")
+        fields[key.strip()] = int(value)
+    return Partition.from_dict(fields)
 
 
 def _layers(args) -> list[Layer]:
     from sim.scenarios import layer_names, load_layer, parse_shape
     if getattr(args, "shape", None):
         return [parse_shape(args.shape)]
-    name = getattr(args, "layer", None) or "all"
+    name = getattr(args, "layer", None) or "ResNet-2"
     return [load_layer(n) for n in layer_names()] if name == "all" else [load_layer(name)]
 
 
@@ -124,7 +140,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
-    part = partition or partition_for(layer)
+    part = partition or partition_for(layer, getattr(args, "partition", None))
     graph = build_graph(layer, variant, part)
     mp = _mapping(graph, args)
     l2 = cp.cuda.Device().attributes["L2CacheSize"]
