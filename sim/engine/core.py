@@ -6,19 +6,20 @@ hands each to the SM its policy picks, one per `tb_dispatch_interval_cycles`,
 arriving `tb_dispatch_latency_cycles` later). A thread block then lives as
 the megakernel's blocks do (paper Listing 2):
 
-1. start: read its task, poll the counters it waits on. If one is not zero
-   it spins *holding its slot* until the last parent signals, and notices
-   one atomic plus half a poll period later;
-2. work: after a fixed latency (task overhead and the first load's round
-   trip) it classifies its reads against L2 and puts three jobs in flight at
+1. start (`task_overhead_cycles` after it lands: ticket, task-map read):
+   poll the counters it waits on. If one is not zero the block spins
+   *holding its slot* until the last parent signals, and notices one atomic
+   plus half a poll period later;
+2. work: it classifies its reads against L2 and puts three jobs in flight at
    once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
    bytes on the L2 queue, its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
-   are;
+   are, and never sooner than one DRAM latency after it began;
 3. end: decrement the counter it signals and free its slot.
 
-Everything here is callbacks on SimPy events, not one generator per block:
-the model must run ~10^5 blocks per second. If the event queue empties with
+Everything here is callbacks on SimPy events (through `Clock`, which lets
+actions due within one quantum share an event), not one generator per
+block: a VGG-scale graph has 40,000 blocks per launch sequence. If the event queue empties with
 blocks unfinished, every resident block is spinning on parents that cannot
 be dispatched: `DeadlockError` names them.
 """
@@ -30,6 +31,7 @@ import numpy as np
 import simpy
 
 from sim.engine.dispatch import make_policy
+from sim.engine.clock import Clock
 from sim.engine.l2 import L2Model
 from sim.engine.psqueue import PSQueue
 from sim.errors import DeadlockError
@@ -59,8 +61,9 @@ class RawRun:
 
 
 class _Machine:
-    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms):
+    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms, quantum: float):
         self.env = env = simpy.Environment()
+        self.clock = Clock(env, quantum)
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
         self.policy_name, self.replay_sms = policy, replay_sms
         self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
@@ -101,10 +104,10 @@ class _Machine:
         slots = gpu.blocks_per_sm(kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.replay_sms)
         mem_cap = gpu.sm_bytes_per_cycle / slots
-        self.dram = PSQueue(self.env, gpu.dram_bytes_per_cycle, mem_cap)
-        self.l2q = PSQueue(self.env, gpu.l2_bytes_per_cycle, mem_cap)
+        self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap)
+        self.l2q = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap)
         fp_cap = 2.0 * kern.resources.threads
-        self.fp = [PSQueue(self.env, gpu.fp32_flops_per_cycle_per_sm, fp_cap) for _ in range(gpu.sm_count)]
+        self.fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap) for _ in range(gpu.sm_count)]
         self.next_dispatch_at = self.env.now
         self.spans.append([self.env.now, None])
         self.pump()
@@ -123,14 +126,13 @@ class _Machine:
             self.next += 1
             self.sm[b] = sm
             self.t_dispatch[b] = t
-            env.timeout(t - now + latency, b).callbacks.append(self.start)
+            self.clock.call_later(t - now + latency, self.start, b)
             t += interval
         self.next_dispatch_at = t
 
     # a thread block's life ---------------------------------------------
-    def start(self, ev) -> None:
+    def start(self, b: int) -> None:
         """The block has taken its ticket and read its task: poll its counters."""
-        b = ev._value
         now = self.env.now
         self.t_start[b] = now
         if self.check:
@@ -145,9 +147,9 @@ class _Machine:
                 return
         self.work(b, now)
 
-    def woken(self, ev) -> None:
+    def woken(self, blocks) -> None:
         now = self.env.now
-        for b in ev._value:
+        for b in blocks:
             self.work(b, now)
 
     def work(self, b: int, now: float) -> None:
@@ -171,7 +173,7 @@ class _Machine:
             if self.pending[b] == 0:
                 floor = self.t_ready[b] + self.latency_floor - self.env.now
                 if floor > 0:
-                    self.env.timeout(floor, b).callbacks.append(lambda ev: self.finish(ev._value))
+                    self.clock.call_later(floor, self.finish, b)
                 else:
                     self.finish(b)
         return done
@@ -192,7 +194,7 @@ class _Machine:
             self.spans[-1][1] = now
             if self.kernel_index + 1 < len(self.kernels):
                 gap = self.gpu.us_to_cycles(self.gpu.launch_overhead_us)
-                self.env.timeout(gap, self.kernel_index + 1).callbacks.append(lambda e: self.launch(e._value))
+                self.clock.call_later(gap, self.launch, self.kernel_index + 1)
         else:
             self.pump()
 
@@ -203,7 +205,7 @@ class _Machine:
             if self.blocked[b] == 0:
                 woken.append(b)
         if woken:
-            self.env.timeout(self.wake_delay, woken).callbacks.append(self.woken)
+            self.clock.call_later(self.wake_delay, self.woken, woken)
 
     # ----------------------------------------------------------------------
     def run(self) -> RawRun:
@@ -247,6 +249,9 @@ class _Machine:
                 f"on parents that cannot be dispatched: " + "; ".join(parts) + more)
 
 
+DEFAULT_QUANTUM_CYCLES = 32.0
+
+
 def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
-                replay_sms=None) -> RawRun:
-    return _Machine(graph, gpu, list(kernels), policy, replay_sms).run()
+                replay_sms=None, quantum: float = DEFAULT_QUANTUM_CYCLES) -> RawRun:
+    return _Machine(graph, gpu, list(kernels), policy, replay_sms, quantum).run()

@@ -21,62 +21,62 @@ _EPS = 1e-9
 
 
 class PSQueue:
-    __slots__ = ("env", "capacity", "job_cap", "v", "t", "heap", "seq", "armed_at", "token")
+    __slots__ = ("env", "clock", "capacity", "job_cap", "v", "t", "r", "heap", "seq", "armed_at", "token")
 
-    def __init__(self, env, capacity: float, job_cap: float):
-        self.env = env
+    def __init__(self, clock, capacity: float, job_cap: float):
+        self.env = clock.env
+        self.clock = clock
         self.capacity = capacity
         self.job_cap = min(job_cap, capacity)
         self.v = 0.0
         self.t = 0.0
+        self.r = 0.0
         self.heap: list = []
         self.seq = 0
         self.armed_at = inf
         self.token = 0
 
-    def rate(self) -> float:
+    def _set_rate(self) -> None:
         n = len(self.heap)
-        if not n:
-            return 0.0
-        share = self.capacity / n
-        return share if share < self.job_cap else self.job_cap
+        share = self.capacity / n if n else 0.0
+        self.r = share if share < self.job_cap else self.job_cap
 
     def submit(self, amount: float, done) -> None:
         """Start a job of `amount` units; `done()` is called when it has received them."""
         now = self.env.now
-        heap = self.heap
-        if heap:
-            self.v += (now - self.t) * self.rate()
+        self.v += (now - self.t) * self.r
         self.t = now
         self.seq += 1
-        finish = self.v + amount
-        heapq.heappush(heap, (finish, self.seq, done))
-        if heap[0][2] is done:
-            self._arm(now)
-        elif self.armed_at == inf:
+        heap = self.heap
+        heapq.heappush(heap, (self.v + amount, self.seq, done))
+        self._set_rate()
+        if heap[0][2] is done or self.armed_at == inf:
             self._arm(now)
 
     def _arm(self, now: float) -> None:
-        when = now + (self.heap[0][0] - self.v) / self.rate()
+        when = now + (self.heap[0][0] - self.v) / self.r
         if when < self.armed_at - _EPS:
             self.armed_at = when
             self.token += 1
-            self.env.timeout(when - now, self.token).callbacks.append(self._fire)
+            self.clock.call_later(when - now, self._fire, self.token)
 
-    def _fire(self, ev) -> None:
+    def _fire(self, token: int) -> None:
         now = self.env.now
-        if ev._value == self.token:
+        if token == self.token:
             self.armed_at = inf
-        heap = self.heap
-        if heap:
-            self.v += (now - self.t) * self.rate()
+        self.v += (now - self.t) * self.r
         self.t = now
-        limit = self.v + _EPS * (1.0 + self.v)
+        heap = self.heap
+        limit = self.v + self.r * self.clock.quantum / 2 + _EPS * (1.0 + self.v)
+        if not heap or heap[0][0] > limit:
+            if heap:
+                self._arm(now)
+            return
         finished = []
         while heap and heap[0][0] <= limit:
             finished.append(heapq.heappop(heap)[2])
-        if finished:
-            self.armed_at = inf
+        self._set_rate()
+        self.armed_at = inf
         if heap:
             self._arm(now)
         for done in finished:

@@ -38,7 +38,7 @@ def test_memory_only_runs_at_bytes_over_bandwidth():
 def test_per_block_bandwidth_cap_limits_a_lone_block():
     gpu = toy_gpu(l2_bytes=1, sm_bytes_per_cycle=10.0, max_blocks_per_sm=1)
     g = synthetic_graph([Op.INPUT_TRANSFORM], [1.0], [10_000])
-    run = run_kernels(g, [Kernel(np.arange(1), BLOCK, False)], gpu)
+    run = run_kernels(g, [Kernel(np.arange(1), BLOCK, False)], gpu, quantum=0)
     assert run.total_cycles == pytest.approx(1000, rel=1e-6)
 
 
@@ -72,6 +72,7 @@ def test_nonfused_mixed_approaches_sum_of_roofs_eq8():
 def test_launch_gap_separates_kernels():
     gpu = toy_gpu(launch_overhead_us=5.0)
     g = synthetic_graph([Op.GEMM] * 8, [100.0] * 8, [0] * 8)
-    run = run_kernels(g, [Kernel(np.arange(4), BLOCK, False), Kernel(4 + np.arange(4), BLOCK, False)], gpu)
+    run = run_kernels(g, [Kernel(np.arange(4), BLOCK, False), Kernel(4 + np.arange(4), BLOCK, False)], gpu,
+                      quantum=0)
     (a0, a1), (b0, b1) = run.kernel_spans_cycles
     assert b0 - a1 == pytest.approx(5000)
