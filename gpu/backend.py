@@ -13,6 +13,7 @@ its CPU tests import on machines without a GPU.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -58,11 +59,16 @@ def device_info() -> dict:
 
 
 def git_commit() -> str:
+    """The commit measured: $MEGASIM_GIT_COMMIT (the device copy has no .git), else git, else 'unknown'."""
+    env = os.environ.get("MEGASIM_GIT_COMMIT")
+    if env:
+        return env
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True)
-        return out.stdout.strip() or "unknown"
     except OSError:
         return "unknown"
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) == 40 else "unknown"
 
 
 @dataclass(frozen=True)
