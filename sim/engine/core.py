@@ -12,7 +12,7 @@ the megakernel's blocks do (paper Listing 2):
    plus half a poll period later;
 2. work: it classifies its reads against L2 and puts three jobs in flight at
    once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
-   bytes on the L2 queue, its FLOPs (over the op's efficiency) on its SM's
+   bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
    are, and never sooner than one DRAM latency after it began;
 3. end: decrement the counter it signals and free its slot.
@@ -71,6 +71,7 @@ class _Machine:
         self.waits = graph.waits_on.tolist()
         self.signals = graph.signals.tolist()
         self.flops = graph.flops.tolist()
+        self.written = graph.bytes_per_task()[1].tolist()
         self.eff = [gpu.efficiency(op) for op in Op]
         self.remaining = graph.counter_init.tolist()
         self.waiters: dict[int, list[int]] = {}
@@ -157,7 +158,7 @@ class _Machine:
         self.t_ready[b] = now
         task = self.order[b]
         miss, l2_read = self.l2.read(task)
-        written = self.l2.write(task)
+        written = self.written[task]
         dram = miss + written
         self.dram_bytes[b] = dram
         done = self._done_callback(b)
@@ -181,6 +182,7 @@ class _Machine:
     def finish(self, b: int) -> None:
         now = self.env.now
         self.t_end[b] = now
+        self.l2.write(self.order[b])
         self.done_total += 1
         self.done_in_kernel += 1
         self.policy.release(self.sm[b])

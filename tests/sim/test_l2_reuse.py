@@ -27,8 +27,9 @@ def test_gemm_filter_reuse_in_groups_of_m_is_m_minus_1_over_m(m):
     layer = Layer(32, 64, 28, 28, 64, name="reuse")
     part = Partition(tiles_per_group=32, gemm_mats_per_task=4, gemm_k_per_task=32)
     graph = build_graph(layer, partition=part)
-    u_slice = 4 * 64 * 32 * 4
-    gpu = toy_gpu(l2_bytes=3 * u_slice + 2 * 32 * 4 * 64 * 4, sm_count=2, max_blocks_per_sm=1)
+    # inside a column at most one input transform (~250 kB) comes between two reads of the slice;
+    # between columns come S_G * M GEMMs and M * S_I input transforms (> 3 MB)
+    gpu = toy_gpu(l2_bytes=600_000, sm_count=2, max_blocks_per_sm=1)
     mapping = make(graph, "paper", dig=64, dgo=64, m=m)
     run = run_kernels(graph, fused_kernels(graph, mapping), gpu)
     u = run.l2_stats["U"]
