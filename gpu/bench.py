@@ -136,7 +136,7 @@ def _rel(cp, out, ref) -> float:
 
 
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
-                baselines: bool = True, raw_blockidx: bool = True) -> dict:
+                baselines: bool = True, raw_blockidx: bool = True, k_step: int = 8) -> dict:
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
@@ -151,8 +151,8 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     wts = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
     ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
     ws = Workspace(graph)
-    fused = FusedConv(graph, mp, workspace=ws)
-    nf = NonFusedConv(graph, workspace=ws)
+    fused = FusedConv(graph, mp, workspace=ws, k_step=k_step)
+    nf = NonFusedConv(graph, workspace=ws, k_step=k_step)
 
     ref, ref_name = _reference(cp, layer, xs[0], wts[0])
     checks = {}
@@ -171,7 +171,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     try:
         if not raw_blockidx:
             raise MegasimError("not measured")
-        raw = FusedConv(graph, mp, ticket=False, workspace=ws, spin_limit_ns=500_000_000)
+        raw = FusedConv(graph, mp, ticket=False, workspace=ws, spin_limit_ns=500_000_000, k_step=k_step)
         timings["fused-raw-blockidx"] = _time(cp, lambda i: raw.launch(xs[i], wts[i], ys[i]), nsets, reps)
         raw.check()
     except MegasimError as e:
@@ -266,14 +266,17 @@ def sweep_main(argv=None) -> int:
     p.add_argument("--layer", default="all")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", default=None)
+    p.add_argument("--k-step", type=int, default=8, help="GEMM channels per step (the contract says 8)")
+    p.add_argument("--tuned", action="store_true", help="only each layer's tuned partition")
     args = p.parse_args(argv)
     cp = require_cupy()
     bw = copy_bandwidth(cp)
     rows = []
     for layer in _layers(args):
-        for part in (SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
+        for part in ([partition_for(layer)] if args.tuned else SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
             try:
-                e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False)
+                e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False,
+                                k_step=args.k_step)
             except MegasimError as err:
                 print(f"{layer.name} {part}: {err}", flush=True)
                 continue
@@ -282,7 +285,7 @@ def sweep_main(argv=None) -> int:
                          "nonfused_graph_us": t["nonfused-graph"]["median_us"],
                          "rel_err": e["checks"]["fused"]["rel_err"], "bitwise": e["fused_equals_nonfused_bitwise"]})
             r = rows[-1]
-            print(f"{layer.name:10} t={part.tiles_per_group:3} e={part.gemm_mats_per_task} "
+            print(f"{layer.name:10} bk={args.k_step:2} t={part.tiles_per_group:3} e={part.gemm_mats_per_task} "
                   f"kpg={part.gemm_k_per_task:3} nt={part.threads}  fused {r['fused_us']:9.1f}  "
                   f"nf-graph {r['nonfused_graph_us']:9.1f}  err {r['rel_err']:.1e} bit {r['bitwise']}", flush=True)
             cp.get_default_memory_pool().free_all_blocks()

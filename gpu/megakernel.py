@@ -36,10 +36,11 @@ class Workspace:
 
 class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
-                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None):
+                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = 8):
         cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns))
+        self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
+                                                     k_step=k_step))
         self.module.check(graph)
         self.kernel = self.module.function("ms_megakernel")
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)

@@ -14,10 +14,10 @@ from sim.graph import TaskGraph
 
 
 class NonFusedConv:
-    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None):
+    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = 8):
         self._cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph))
+        self.module = module(KernelConfig.of(graph, k_step=k_step))
         self.module.check(graph)
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}

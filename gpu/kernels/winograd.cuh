@@ -19,7 +19,9 @@
 #include "encoding.cuh"
 
 #define MS_A2 (MS_ALPHA * MS_ALPHA)
+#ifndef MS_BK
 #define MS_BK 8
+#endif
 
 __device__ __forceinline__ int ms_min(int a, int b) { return a < b ? a : b; }
 
