@@ -34,7 +34,7 @@ def _fused_us(job):
     graph = build_graph(load_layer(name))
     run = run_kernels(graph, fused_kernels(graph, make(graph, "paper", dig=dig, dgo=dgo, m=m)), gpu)
     rec = run.records
-    return {"layer": name, "dig": dig, "dgo": dgo, "m": m, "fused_us": gpu.cycles_to_us(run.total_cycles),
+    return {"layer": graph.layer.name, "dig": dig, "dgo": dgo, "m": m, "fused_us": gpu.cycles_to_us(run.total_cycles),
             "spin_us": float((rec["ready_us"] - rec["start_us"]).sum()),
             "l2_hit": {k: v["hit_bytes"] / max(1, v["hit_bytes"] + v["miss_bytes"]) for k, v in run.l2_stats.items()}}
 
@@ -49,7 +49,7 @@ def _nonfused_us(job):
     graph = build_graph(load_layer(name))
     layer = graph.layer
     run = run_kernels(graph, nonfused_kernels(graph), gpu)
-    return {"layer": name, "c": layer.c, "k": layer.k, "nonfused_us": gpu.cycles_to_us(run.total_cycles)}
+    return {"layer": layer.name, "c": layer.c, "k": layer.k, "nonfused_us": gpu.cycles_to_us(run.total_cycles)}
 
 
 def run_study(gpu: str, layers, jobs: int) -> dict:
