@@ -150,7 +150,7 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
     k_gemm = block_sizes(layer.k, part.gemm_k_per_task, geo.n_kb)
     k_out = block_sizes(layer.k, part.output_channels_per_task, geo.s_o)
 
-    def per_group(count, values=None):
+    def per_group(count):
         grp = np.repeat(np.arange(ng, dtype=np.int32), count)
         idx = np.tile(np.arange(count, dtype=np.int32), ng)
         return grp, idx

@@ -111,11 +111,14 @@ def build_accesses(layer, variant, part, geo, group_tiles, blocks):
     fidx = np.arange(geo.n_f)
     R_t.append(f0 + fidx); R_r.append(base[Buffer.FILTER] + fidx); R_b.append(k_filter * layer.c * 9 * B)
     k_lo = np.concatenate([[0], np.cumsum(k_filter)[:-1]])
-    kb_of_filter = k_lo // part.gemm_k_per_task
-    for e in range(neb):
-        W_t.append(f0 + fidx)
-        W_r.append(base[Buffer.U] + e * nkb + kb_of_filter)
-        W_b.append(mats[e] * layer.c * k_filter * B)
+    kg_lo = np.concatenate([[0], np.cumsum(k_gemm)[:-1]])
+    for kbi in range(nkb):
+        overlap = np.clip(np.minimum(k_lo + k_filter, kg_lo[kbi] + k_gemm[kbi]) - np.maximum(k_lo, kg_lo[kbi]), 0, None)
+        touching = np.flatnonzero(overlap)
+        for e in range(neb):
+            W_t.append(f0 + touching)
+            W_r.append(np.full(len(touching), base[Buffer.U] + e * nkb + kbi))
+            W_b.append(mats[e] * layer.c * overlap[touching] * B)
 
     # input transform (g, cb): reads its input bands, writes V(g, *, cb)
     for g, acc in enumerate(footprints):
@@ -145,7 +148,6 @@ def build_accesses(layer, variant, part, geo, group_tiles, blocks):
 
     # output transform (g, ob): reads M(g, *, kb overlapping its channels), writes OUTPUT(g, ob)
     ko_lo = np.concatenate([[0], np.cumsum(k_out)[:-1]])
-    kg_lo = np.concatenate([[0], np.cumsum(k_gemm)[:-1]])
     for ob in range(so):
         lo, hi = ko_lo[ob], ko_lo[ob] + k_out[ob]
         overlap = np.clip(np.minimum(hi, kg_lo + k_gemm) - np.maximum(lo, kg_lo), 0, None)
