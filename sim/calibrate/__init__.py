@@ -1,0 +1,1 @@
+"""Calibration: fit the model's free constants to measurements and check the fit on held-out data."""
