@@ -1,0 +1,113 @@
+"""Fit the model's free constants to measurements, in three stages.
+
+1. Hardware, straight from the microbenchmarks: the SM clock under load,
+   achieved DRAM and L2 bandwidth, atomic and poll latency, launch gap, block
+   dispatch latency and rate, the usable L2 (the capacity knee).
+2. Compute efficiency per task type, from the non-fused kernels of the
+   training layers, each timed alone: for every layer, bisect the efficiency
+   at which the simulated kernel takes the measured time; the profile keeps
+   the geometric mean. A kernel the model calls memory-bound even at full
+   efficiency says nothing about compute and is left out.
+3. What only the megakernel shows (block overhead, usable L2 under fusion):
+   a small grid search minimising the log error of fused time on a sample of
+   the training runs.
+
+Held-out runs are never read here. Stages 2 and 3 cost one simulation per
+probe; the training set is sized so a fit takes minutes on two cores.
+"""
+from __future__ import annotations
+
+import math
+from statistics import fmean
+
+from sim.calibrate.predict import predict_fused, predict_kernel
+from sim.problem import OP_NAMES, Op
+
+
+def hardware_overrides(micro: dict, spec) -> tuple[dict, dict]:
+    """Stage 1: measured figures that replace datasheet ones, and the model constants they fix."""
+    hw, model = {}, {}
+    fp32 = micro.get("fp32", {})
+    if fp32.get("clock_mhz"):
+        hw["clock_mhz"] = float(fp32["clock_mhz"])
+    clock = hw.get("clock_mhz", spec.clock_mhz)
+    dram = micro.get("dram", {})
+    best = max((dram.get(k, 0.0) for k in ("read_gbps", "copy_gbps")), default=0.0)
+    if best:
+        model["dram_efficiency"] = round(min(1.0, best / spec.dram_gbps), 4)
+    l2 = micro.get("l2", {})
+    if l2.get("gbps"):
+        hw["l2_gbps"] = float(l2["gbps"])
+        model["l2_efficiency"] = 1.0
+    if l2.get("knee_bytes"):
+        model["l2_usable_fraction"] = round(min(1.0, l2["knee_bytes"] / spec.l2_bytes), 4)
+    atomics = micro.get("atomics", {})
+    for key, name in (("latency_cycles", "atomic_latency_cycles"), ("spin_poll_cycles", "spin_poll_cycles")):
+        if atomics.get(key):
+            hw[name] = int(round(atomics[key]))
+    launch = micro.get("launch", {})
+    if launch.get("graph_us"):
+        hw["launch_overhead_us"] = float(launch["graph_us"])
+    disp = micro.get("dispatch_summary", {})
+    if disp.get("latency_cycles"):
+        hw["tb_dispatch_latency_cycles"] = int(round(disp["latency_cycles"]))
+    if disp.get("blocks_per_us"):
+        hw["tb_dispatch_interval_cycles"] = round(clock / disp["blocks_per_us"], 3)
+    if disp.get("first_wave_lead_sms") is not None:
+        hw["first_wave_lead_sms"] = list(disp["first_wave_lead_sms"])
+    return hw, model
+
+
+def _bisect_efficiency(run: dict, op: Op, spec, measured_us: float, iters: int = 12):
+    """The efficiency at which the simulated kernel takes `measured_us`, or None if none does."""
+    def time_at(eff):
+        return predict_kernel(run, op, spec.with_model(compute_efficiency={**spec.compute_efficiency,
+                                                                           op.name.lower(): eff}))
+    lo, hi = math.log(0.01), math.log(1.0)
+    if time_at(1.0) > measured_us:
+        return None
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if time_at(math.exp(mid)) > measured_us:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp((lo + hi) / 2)
+
+
+def fit_compute_efficiency(runs, spec) -> tuple[dict, dict]:
+    """Stage 2: per task type, the geometric mean over training layers; also the per-layer values."""
+    by_layer = {}
+    for run in runs:
+        if run.get("split") == "train" and run.get("nonfused_kernels_us"):
+            by_layer.setdefault((run["layer"]["name"], str(run["partition"])), run)
+    eff, detail = {}, {}
+    for op in Op:
+        values = {}
+        for (name, _), run in sorted(by_layer.items()):
+            e = _bisect_efficiency(run, op, spec, run["nonfused_kernels_us"][op])
+            if e is not None:
+                values[name] = e
+        detail[OP_NAMES[op]] = values
+        if values:
+            eff[op.name.lower()] = round(math.exp(fmean(math.log(v) for v in values.values())), 4)
+    return eff, detail
+
+
+def _log_error(spec, runs) -> float:
+    return fmean((math.log(predict_fused(r, spec)) - math.log(r["fused_us"])) ** 2 for r in runs)
+
+
+def fit_fused(runs, spec, overheads=(0, 1000, 2500, 5000), usable=(0.5, 0.75, 1.0),
+              sample: int = 24) -> tuple[dict, float]:
+    """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs."""
+    train = [r for r in runs if r.get("split") == "train" and r.get("fused_us")]
+    step = max(1, len(train) // sample)
+    chosen = train[::step][:sample]
+    best = None
+    for oh in overheads:
+        for u in usable:
+            err = _log_error(spec.with_model(task_overhead_cycles=oh, l2_usable_fraction=u), chosen)
+            if best is None or err < best[1]:
+                best = ({"task_overhead_cycles": oh, "l2_usable_fraction": u}, err)
+    return best

@@ -1,0 +1,63 @@
+"""Agreement between predicted and measured runs: the numbers the calibration report states.
+
+Pure functions over the predictions file, so CI recomputes them from
+committed data in milliseconds.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+SPEARMAN_MIN_MAPPINGS = 10
+
+
+def mape(pred, meas) -> float:
+    pred, meas = np.asarray(pred, float), np.asarray(meas, float)
+    return float(np.mean(np.abs(pred - meas) / meas)) if len(meas) else float("nan")
+
+
+def _ranks(x) -> np.ndarray:
+    x = np.asarray(x, float)
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x))
+    for v in np.unique(x):
+        tie = x == v
+        ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def spearman(a, b) -> float:
+    ra, rb = _ranks(a), _ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def summarise(rows: list[dict]) -> dict:
+    """rows: one per measured run, with layer, split, measured and predicted fused/non-fused times."""
+    out = {"mape": {}, "spearman": {}, "winner": {}, "regret": {}}
+    for split in ("train", "heldout"):
+        part = [r for r in rows if r["split"] == split]
+        out["mape"][split] = {
+            "fused": mape([r["pred_fused_us"] for r in part], [r["fused_us"] for r in part]),
+            "nonfused": mape(*zip(*{r["layer"]: (r["pred_nonfused_us"], r["nonfused_us"]) for r in part}.values()))
+            if part else float("nan"),
+            "runs": len(part)}
+    layers = defaultdict(list)
+    for r in rows:
+        layers[r["layer"]].append(r)
+    for name, runs in sorted(layers.items()):
+        if len(runs) >= SPEARMAN_MIN_MAPPINGS:
+            out["spearman"][name] = spearman([r["pred_fused_us"] for r in runs], [r["fused_us"] for r in runs])
+        pick = min(runs, key=lambda r: r["pred_fused_us"])
+        best = min(r["fused_us"] for r in runs)
+        out["regret"][name] = pick["fused_us"] / best - 1.0
+        predicted_fused_wins = pick["pred_fused_us"] < pick["pred_nonfused_us"]
+        measured_fused_wins = pick["fused_us"] < pick["nonfused_us"]
+        out["winner"][name] = {"predicted": "fused" if predicted_fused_wins else "non-fused",
+                               "measured": "fused" if measured_fused_wins else "non-fused",
+                               "right": predicted_fused_wins == measured_fused_wins,
+                               "mapping": {"strategy": pick["strategy"], **pick["params"]}}
+    return out
