@@ -51,11 +51,11 @@ def _params(args) -> dict:
 
 
 def cmd_simulate(args) -> int:
+    from sim.calibrate.profile import gpu_for_simulation
+    from sim.problem import WinogradVariant
     from sim.report import print_simulation
     from sim.simulate import prepare, simulate
-    from sim.spec import load_gpu
-    from sim.problem import WinogradVariant
-    gpu = load_gpu(args.gpu)
+    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
     if layer is None:
         from sim.mapping.io import problem_of, read_mapping_file
@@ -73,9 +73,10 @@ def cmd_simulate(args) -> int:
                       title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
                       num_sms=gpu.sm_count)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), "model": model_note}))
     else:
         print_simulation(graph, gpu, result)
+        print(model_note)
     return 0
 
 
@@ -105,12 +106,30 @@ def cmd_mappings(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from sim.calibrate.run import fit_profile
+    from sim.spec import load_gpu
+    if not args.from_raw:
+        from gpu.microbench import calibrate_measure
+        calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
+    fit_profile(args.gpu, args.raw, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from sim.calibrate.run import validate
+    validate(args.profile, args.measurements, args.out, args.jobs)
+    return 0
+
+
 def cmd_bench(args) -> int:
     from gpu.bench import bench_main
     return bench_main(args) or 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sim.spec import SCENARIOS
     parser = _Parser(prog="megasim", description=__doc__)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
@@ -120,10 +139,25 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
+    sim.add_argument("--uncalibrated", action="store_true",
+                     help="use the datasheet spec even where a calibrated profile exists")
     sim.set_defaults(func=cmd_simulate)
     sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
     sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
     sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
+    cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
+    cal.add_argument("--gpu", default="h200")
+    cal.add_argument("--out", default=None, help="profile TOML (default scenarios/calibrations/<gpu>.toml)")
+    cal.add_argument("--raw", default=str(SCENARIOS / "calibrations" / "raw"), help="where raw measurements go")
+    cal.add_argument("--reps", type=int, default=20)
+    cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
+    cal.set_defaults(func=cmd_calibrate)
+    val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
+    val.add_argument("--profile", required=True)
+    val.add_argument("--measurements", required=True)
+    val.add_argument("--out", default="docs")
+    val.add_argument("--jobs", type=int, default=2)
+    val.set_defaults(func=cmd_validate)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
     _problem_args(bench)
     bench.add_argument("--reps", type=int, default=20)
@@ -140,6 +174,9 @@ def main(argv=None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
+        if getattr(args, "command", None) == "calibrate" and args.out is None:
+            from sim.calibrate.profile import profile_path
+            args.out = str(profile_path(args.gpu))
         return args.func(args)
     except MegasimError as exc:
         print(f"megasim: error: {exc}", file=sys.stderr)
