@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim.engine import RawRun
+from sim.engine.l2 import hit_rate
 from sim.trace import spin_us
 
 
@@ -34,14 +35,7 @@ class RunStats:
 
     @property
     def l2_hit_rate(self) -> float:
-        hit = sum(v["hit_bytes"] for v in self.l2.values())
-        miss = sum(v["miss_bytes"] for v in self.l2.values())
-        return hit / (hit + miss) if hit + miss else 0.0
-
-    def hit_rate(self, kind: str) -> float:
-        v = self.l2[kind]
-        total = v["hit_bytes"] + v["miss_bytes"]
-        return v["hit_bytes"] / total if total else 0.0
+        return hit_rate(self.l2)
 
     @property
     def spin_us(self) -> float:

@@ -93,3 +93,11 @@ class L2Model:
     def stats(self) -> dict:
         return {k.name: {"hit_bytes": self.hit_bytes[k], "miss_bytes": self.miss_bytes[k],
                          "write_bytes": self.write_bytes[k]} for k in Buffer}
+
+
+def hit_rate(stats: dict, kind: str | None = None) -> float:
+    """Read hit rate by bytes, of one buffer kind or of all, from `L2Model.stats()`."""
+    parts = [stats[kind]] if kind else list(stats.values())
+    hit = sum(v["hit_bytes"] for v in parts)
+    total = hit + sum(v["miss_bytes"] for v in parts)
+    return hit / total if total else 0.0

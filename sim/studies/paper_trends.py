@@ -26,6 +26,7 @@ M = (1, 2, 4, 8, 16)
 def _fused_us(job):
     name, gpu_name, dig, dgo, m = job
     from sim.engine import fused_kernels, run_kernels
+    from sim.engine.l2 import hit_rate
     from sim.graph import build_graph
     from sim.mapping import make
     from sim.scenarios import load_layer
@@ -36,7 +37,7 @@ def _fused_us(job):
     rec = run.records
     return {"layer": graph.layer.name, "dig": dig, "dgo": dgo, "m": m, "fused_us": gpu.cycles_to_us(run.total_cycles),
             "spin_us": float((rec["ready_us"] - rec["start_us"]).sum()),
-            "l2_hit": {k: v["hit_bytes"] / max(1, v["hit_bytes"] + v["miss_bytes"]) for k, v in run.l2_stats.items()}}
+            "l2_hit": {k: hit_rate(run.l2_stats, k) for k in run.l2_stats}}
 
 
 def _nonfused_us(job):

@@ -22,18 +22,7 @@ from gpu.cudnn import CudnnError, FwdAlgo
 from sim.errors import MegasimError
 from sim.problem import Layer
 
-try:
-    from gpu.winograd import direct_conv
-except ImportError:
-    def direct_conv(x, w):
-        x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
-        n, h, wd, _ = x.shape
-        xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
-        y = np.zeros((n, h, wd, w.shape[0]))
-        for r in range(3):
-            for s in range(3):
-                y += xp[:, r:r + h, s:s + wd, :] @ w[:, r, s, :].T
-        return y
+from gpu.winograd import direct_conv
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM_FAMILY = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT"}

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sim.engine import Kernel, fused_kernels, nonfused_kernels, run_kernels
+from sim.engine.l2 import hit_rate
 from sim.graph import build_graph
 from sim.mapping import make
 from sim.problem import Layer, Op, Partition
@@ -32,8 +33,7 @@ def test_gemm_filter_reuse_in_groups_of_m_is_m_minus_1_over_m(m):
     gpu = toy_gpu(l2_bytes=600_000, sm_count=2, max_blocks_per_sm=1)
     mapping = make(graph, "paper", dig=64, dgo=64, m=m)
     run = run_kernels(graph, fused_kernels(graph, mapping), gpu)
-    u = run.l2_stats["U"]
-    assert u["hit_bytes"] / (u["hit_bytes"] + u["miss_bytes"]) == pytest.approx((m - 1) / m, abs=0.03)
+    assert hit_rate(run.l2_stats, "U") == pytest.approx((m - 1) / m, abs=0.03)
 
 
 def test_producer_consumer_reuse_only_when_v_fits():
@@ -43,9 +43,7 @@ def test_producer_consumer_reuse_only_when_v_fits():
     v_bytes = 36 * graph.geometry.num_tiles * layer.c * 4
     hit = {}
     for label, l2 in (("fits", 3 * v_bytes), ("spills", v_bytes // 8)):
-        run = run_kernels(graph, nonfused_kernels(graph), toy_gpu(l2_bytes=l2))
-        v = run.l2_stats["V"]
-        hit[label] = v["hit_bytes"] / (v["hit_bytes"] + v["miss_bytes"])
+        hit[label] = hit_rate(run_kernels(graph, nonfused_kernels(graph), toy_gpu(l2_bytes=l2)).l2_stats, "V")
     assert hit["fits"] > 0.99
     assert hit["spills"] < 0.05
 
@@ -59,8 +57,7 @@ def test_fused_small_distance_keeps_v_in_a_small_l2():
     hit = {}
     for name, params in (("paper", dict(dig=1, dgo=8, m=1)), ("sequential", {})):
         run = run_kernels(graph, fused_kernels(graph, make(graph, name, **params)), gpu)
-        v = run.l2_stats["V"]
-        hit[name] = v["hit_bytes"] / (v["hit_bytes"] + v["miss_bytes"])
+        hit[name] = hit_rate(run.l2_stats, "V")
     assert hit["paper"] > 0.9
     assert hit["sequential"] < 0.05
 
