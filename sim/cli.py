@@ -71,7 +71,7 @@ def cmd_simulate(args) -> int:
         from sim.plot import plot_timeline
         plot_timeline(result.fused.records, args.plot,
                       title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
-                      num_sms=gpu.sm_count)
+                      num_sms=gpu.sm_count, utilisation=result.fused.utilisation(gpu))
     if args.json:
         print(json.dumps({**result.to_json(), "model": model_note}))
     else:

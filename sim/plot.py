@@ -179,18 +179,34 @@ def _summary(records: np.ndarray) -> str:
     return f"{len(records):,} blocks, makespan {records['end_us'].max():.1f} µs, spin {share:.0%} of block time"
 
 
-def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | None = None) -> None:
-    """Per-SM timeline above the task-type mix over time; PNG to `path`."""
+def _draw_utilisation(ax, utilisation: dict) -> None:
+    ax.plot(utilisation["t_us"], 100 * utilisation["dram"], color="#8c564b", label="DRAM bandwidth")
+    ax.plot(utilisation["t_us"], 100 * utilisation["fp32"], color="#17becf", label="FP32 peak")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("utilisation (%)")
+    ax.set_xlabel("time (µs)")
+    ax.grid(color="#dddddd", linewidth=0.6)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False, fontsize=9)
+
+
+def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | None = None,
+                  utilisation: dict | None = None) -> None:
+    """Per-SM timeline above the task-type mix over time (and, if given, DRAM/FP32 utilisation); PNG to `path`."""
     num_sms = _num_sms(num_sms, records)
     t_end = _end_us(records)
-    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(13, 8.5),
-                                      gridspec_kw={"height_ratios": [3, 1.1], "hspace": 0.06})
+    rows = 3 if utilisation else 2
+    fig, axes = plt.subplots(rows, 1, sharex=True, figsize=(13, 8.5 + 2.2 * (rows - 2)),
+                             gridspec_kw={"height_ratios": [3, 1.1, 1.0][:rows], "hspace": 0.06})
+    top, bottom = axes[0], axes[1]
     _draw_gantt(top, records, num_sms)
     top.set_xlim(0, t_end)
     top.set_title(f"{title}\n{_summary(records)}" if title else _summary(records), fontsize=11)
     top.legend(handles=_legend_handles(), loc="upper left", bbox_to_anchor=(1.005, 1.0),
                frameon=False, fontsize=9)
     _draw_mix(bottom, records, t_end)
+    if utilisation:
+        bottom.set_xlabel("")
+        _draw_utilisation(axes[2], utilisation)
     fig.subplots_adjust(left=0.06, right=0.83, top=0.93, bottom=0.07)
     _save(fig, path)
 
