@@ -63,7 +63,13 @@ def cmd_simulate(args) -> int:
     else:
         variant, partition = WinogradVariant(args.variant), _partition(args.partition)
     graph, mapping = prepare(layer, variant, partition, args.strategy, _params(args), args.mapping)
-    result = simulate(graph, mapping, gpu, args.policy)
+    replay_sms = None
+    if args.policy == "replay":
+        if not args.replay_trace:
+            raise MegasimError("--policy replay needs --replay-trace (a measured trace JSON)")
+        from sim.trace import load_trace
+        replay_sms = load_trace(args.replay_trace)["sm"].tolist()
+    result = simulate(graph, mapping, gpu, args.policy, replay_sms)
     if args.trace:
         from sim.perfetto import write_trace
         write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
@@ -136,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     _problem_args(sim)
     sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
     sim.add_argument("--policy", default="in_order_round_robin", help="block dispatch policy")
+    sim.add_argument("--replay-trace", help="with --policy replay: a measured trace whose SM placement to reuse")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")

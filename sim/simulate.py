@@ -23,10 +23,15 @@ def prepare(layer, variant=None, partition=None, strategy: str = "paper", params
 
 def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_round_robin",
              replay_sms=None) -> SimResult:
-    """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model."""
+    """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model.
+
+    A replayed trace places the megakernel's blocks; the non-fused kernels, which the trace does not
+    cover, fall back to the default policy.
+    """
     t0 = time.perf_counter()
     fused = RunStats.from_raw(run_kernels(graph, fused_kernels(graph, mapping), gpu, policy, replay_sms), graph, gpu)
-    nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, policy), graph, gpu)
+    nonfused_policy = "in_order_round_robin" if policy == "replay" else policy
+    nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, nonfused_policy), graph, gpu)
     window = gpu.sm_count * gpu.blocks_per_sm(graph.partition.fused_resources())
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, fused=fused, nonfused=nonfused,

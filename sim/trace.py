@@ -27,5 +27,29 @@ def empty_records(n: int) -> np.ndarray:
     return rec
 
 
+def records_from_dicts(rows: list[dict]) -> np.ndarray:
+    """A TB_RECORD array from JSON rows (how measured traces are stored)."""
+    rec = empty_records(len(rows))
+    for name in TB_RECORD.names:
+        rec[name] = [r[name] for r in rows]
+    return rec
+
+
+def load_trace(path) -> np.ndarray:
+    """Records of a trace file: {"records": [{block, task, op, sm, ...}, ...], ...}, sorted by block."""
+    import json
+
+    from sim.errors import MegasimError
+    try:
+        with open(path) as fh:
+            rows = json.load(fh)["records"]
+        rec = records_from_dicts(rows)
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise MegasimError(f"{path}: not a trace file with TB records ({exc})") from None
+    return rec[np.argsort(rec["block"], kind="stable")]
+
+
 def spin_us(rec: np.ndarray) -> np.ndarray:
     return rec["ready_us"] - rec["start_us"]

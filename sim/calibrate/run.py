@@ -9,10 +9,10 @@ from sim.calibrate.build import kernel_build_hash
 from sim.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
 from sim.calibrate.metrics import summarise
 from sim.calibrate.profile import CalibrationProfile, load_profile, save_profile
-from sim.calibrate.validate import (measured_records, plot_scatter, predict_runs, read_json, simulated_records,
-                                    write_report)
+from sim.calibrate.validate import plot_scatter, predict_runs, read_json, simulated_records, write_report
 from sim.errors import MegasimError
 from sim.spec import SCENARIOS, load_gpu
+from sim.trace import records_from_dicts
 
 
 def raw_paths(raw_dir, gpu: str) -> dict:
@@ -69,7 +69,7 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
         figures["overlay"] = f"figures/calibration_trace_{gpu}.png"
-        plot_timeline_pair(sim_rec, measured_records(trace), out / figures["overlay"])
+        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({figures['overlay']})", ""]
     import json

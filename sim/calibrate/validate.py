@@ -90,14 +90,6 @@ def simulated_records(run: dict, spec, policy: str):
     return run_kernels(graph, fused_kernels(graph, mapping_of(run)), spec, policy).records
 
 
-def measured_records(trace: dict) -> np.ndarray:
-    from sim.trace import TB_RECORD
-    rec = np.zeros(len(trace["records"]), dtype=TB_RECORD)
-    for name in TB_RECORD.names:
-        rec[name] = [r[name] for r in trace["records"]]
-    return rec
-
-
 def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: list[dict], figures: dict,
                  extra_sections: list[str]) -> None:
     m = summary["mape"]

@@ -99,3 +99,18 @@ def test_unwritable_trace_path_fails_cleanly(tmp_path, capsys):
     rc, _, err = run(capsys, "simulate", *SMALL, "--trace", str(tmp_path / "file" / "t.json"))
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_replay_policy_places_blocks_on_the_traced_sms(tmp_path, capsys):
+    graph = build_graph(Layer(2, 32, 20, 20, 32))
+    rows = [{"block": i, "task": i, "op": int(graph.op[i]), "sm": i % 3, "dispatch_us": 0.0, "start_us": 0.0,
+             "ready_us": 0.0, "end_us": 1.0} for i in range(graph.num_tasks)]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"records": rows}))
+    out = tmp_path / "t.json"
+    rc, _, _ = run(capsys, "simulate", *SMALL, "--policy", "replay", "--replay-trace", str(path), "--trace", str(out))
+    assert rc == 0
+    tids = {e["tid"] for e in json.loads(out.read_text())["traceEvents"] if e.get("ph") == "X"}
+    assert tids == {0, 1, 2}
+    rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay")
+    assert rc == 2 and "--replay-trace" in err
