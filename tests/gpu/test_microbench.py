@@ -1,0 +1,224 @@
+"""Calibration measurements: pure helpers and file formats on the CPU, sane hardware numbers on a GPU.
+
+CPU known answers come from constructed data (a dispatch trace with a known
+slot latency, a bandwidth curve with a known knee); the GPU tests hold each
+section to the datasheet (DRAM 30-110%, FFMA 50-105% of peak) and the
+dispatcher to mostly in-order starts.
+"""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpu import calibration_runs as cr
+from gpu import microbench as mb
+from sim.graph import build_graph
+from sim.problem import Layer, Partition, WinogradVariant
+
+RAW = Path(__file__).resolve().parents[2] / "scenarios" / "calibrations" / "raw"
+MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "tasks"}
+HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_version", "git_commit",
+               "kernel_build", "date_utc", "schema_version"}
+
+
+# ---- pure helpers -----------------------------------------------------------------
+
+def test_ranks_share_ties_and_spearman_known_answers():
+    assert mb.ranks([10, 20, 20, 30]).tolist() == [0.0, 1.5, 1.5, 3.0]
+    assert mb.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert mb.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+
+
+def test_l2_knee_halfway_between_plateaus():
+    l2 = 64 << 20
+    sweep = [{"bytes": b << 20, "gbps": g} for b, g in
+             [(1, 10000), (8, 10000), (16, 10000), (32, 10000), (48, 9000), (64, 5000), (128, 4000), (256, 4000)]]
+    k = mb.l2_knee(sweep, l2)
+    assert k["l2_gbps"] == 10000 and k["dram_gbps"] == 4000 and k["midpoint_gbps"] == 7000
+    assert (48 << 20) < k["knee_bytes"] < (64 << 20)
+
+
+def _dispatch_trace(sms=4, slots=2, waves=6, work=1000, latency=300, swap=()):
+    """Blocks in blockIdx order, round robin over SMs, each slot reused `latency` cycles after it frees."""
+    n = sms * slots * waves
+    rec = np.zeros((n, 6), dtype=np.int64)
+    for b in range(n):
+        sm, wave = b % sms, b // (sms * slots)
+        start = wave * (work + latency) + b
+        rec[b] = [sm, b, start, start, start + work, start + work]
+    for a, c in swap:
+        rec[[a, c], 1] = rec[[c, a], 1]
+    return rec
+
+
+def test_dispatch_stats_known_latency_and_order():
+    st = mb.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
+    assert st["measured_blocks_per_sm"] == 2
+    assert st["spearman_start_vs_blockidx"] == pytest.approx(1.0)
+    assert st["out_of_order_fraction"] == 0.0 and st["max_displacement"] == 0
+    assert st["first_wave_smids"] == [0, 1, 2, 3]
+    assert st["dispatch_latency_cycles"]["median"] == pytest.approx(300, abs=8)
+    assert st["negative_latencies"] == 0
+    swapped = mb.dispatch_stats(_dispatch_trace(swap=[(0, 5)]), sm_count=4, slots_per_sm=2)
+    assert swapped["max_displacement"] == 5 and swapped["out_of_order_fraction"] > 0
+
+
+def test_forced_smem_fits_exactly_that_many_blocks():
+    for occ in (1, 2, 4, 8, 16):
+        s = mb.forced_smem(233472, 1024, occ)
+        assert occ * (s + 1024) <= 233472 < (occ + 1) * (s + 1024)
+
+
+def test_kernel_build_hash_ignores_microbench_sources(tmp_path):
+    (tmp_path / "a.cu").write_text("x")
+    h = mb.kernel_build_hash(tmp_path)
+    (tmp_path / "microbench.cu").write_text("y")
+    assert mb.kernel_build_hash(tmp_path) == h
+    (tmp_path / "a.cu").write_text("z")
+    assert mb.kernel_build_hash(tmp_path) != h
+
+
+def test_gpu_short_name():
+    assert mb.gpu_short_name("NVIDIA H200") == "h200"
+    assert mb.gpu_short_name("NVIDIA H100 80GB HBM3") == "h100"
+
+
+def test_l2_sizes_span_1mb_to_4x_l2():
+    s = mb.l2_sizes(60 << 20)
+    assert s[0] == 1 << 20 and s[-1] == 4 * (60 << 20) and s == sorted(set(s))
+
+
+# ---- mapping plan, split, run records ----------------------------------------------
+
+@pytest.fixture
+def small_graph():
+    layer = Layer(n=2, c=64, h=28, w=28, k=64, name="small")
+    part = Partition(tiles_per_group=16, input_channels_per_task=16, gemm_mats_per_task=4,
+                     gemm_k_per_task=32, output_channels_per_task=16, filter_k_per_task=4, threads=128)
+    return build_graph(layer, WinogradVariant(4), part)
+
+
+def test_mapping_plan_default_first_distinct_orders(small_graph):
+    plan = cr.mapping_plan(small_graph)
+    assert plan[0][0] == "paper" and plan[0][1] == cr.DEFAULT_PARAMS
+    orders = {p[2].tobytes() for p in plan}
+    assert len(orders) == len(plan)
+    assert sum(p[0] == "paper" for p in plan) <= 1 + cr.GRID_MAPPINGS
+    assert [p[1]["seed"] for p in plan if p[0] == "random_topo"] == list(cr.RANDOM_SEEDS)
+    assert any(p[0] == "paper" and p[1]["dig"] == 0 for p in plan)
+
+
+@pytest.mark.parametrize("name", ["ResNet-1", "DenseNet", "VGG-1", "YOLOv3-5"])
+def test_split_holds_out_three_mappings_never_the_default(name):
+    s = cr.split_for(name, 13)
+    assert s.count("heldout") == cr.HELDOUT_MAPPINGS and s[0] == "train"
+    assert s == cr.split_for(name, 13)
+
+
+@pytest.mark.parametrize("name", cr.HELDOUT_LAYERS)
+def test_heldout_layers_are_held_out_whole(name):
+    assert set(cr.split_for(name, 13)) == {"heldout"}
+
+
+def test_run_record_has_exactly_the_format_fields(small_graph):
+    g = small_graph
+    rec = cr.run_record(g.layer, 4, g.partition, "paper", {"dig": 0, "dgo": 512, "m": 4}, "train",
+                        {"median_us": 10.0, "p10_us": 9.0, "p90_us": 11.0}, 12.0, [1.0, 2.0, 6.0, 2.0])
+    assert set(rec) == set(cr.RUN_FIELDS)
+    assert set(rec["layer"]) == {"n", "c", "h", "w", "k", "name"}
+    doc = json.loads(json.dumps({"header": {}, "runs": [rec]}))
+    assert cr.check_runs_doc(doc) == []
+    doc["runs"][0]["split"] = "test"
+    assert cr.check_runs_doc(doc)
+
+
+def test_task_bytes_sum_over_one_type(small_graph):
+    from sim.problem import Op
+    total = sum(cr.task_bytes(small_graph, op)[0] for op in Op)
+    assert total == pytest.approx(float(small_graph.flops.sum()))
+
+
+def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
+    header = {k: "x" for k in HEADER_KEYS} | {"schema_version": 1}
+    monkeypatch.setattr(mb, "make_header", lambda: dict(header))
+    monkeypatch.setattr(mb, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {"dispatch": []})
+    monkeypatch.setattr(cr, "measure_tasks", lambda reps, layers: [])
+    monkeypatch.setattr(cr, "measure_runs", lambda reps, layers, budget_s: (
+        {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
+                                                        "params": {}, "records": []}))
+    paths = mb.calibrate_measure("h200", str(tmp_path), 20)
+    assert [Path(p).name for p in paths] == ["h200_micro.json", "h200_runs.json", "h200_trace_resnet2.json"]
+    micro = json.loads(Path(paths[0]).read_text())
+    assert set(micro) == MICRO_KEYS and HEADER_KEYS <= set(micro["header"])
+    runs = json.loads(Path(paths[1]).read_text())
+    assert cr.check_runs_doc(runs) == [] and runs["header"]["reps"] == 20
+    trace = json.loads(Path(paths[2]).read_text())
+    assert {"header", "layer", "partition", "strategy", "params", "records"} <= set(trace)
+
+
+# ---- the committed raw files keep the format ------------------------------------------
+
+@pytest.mark.parametrize("path", sorted(RAW.glob("*_micro.json")), ids=lambda p: p.name)
+def test_committed_micro_file(path):
+    doc = json.loads(path.read_text())
+    assert set(doc) == MICRO_KEYS and HEADER_KEYS <= set(doc["header"])
+    assert doc["header"]["schema_version"] == mb.SCHEMA_VERSION
+    for t in doc["tasks"]:
+        assert {"op", "layer", "partition", "blocks", "blocks_per_sm", "time_us", "flops", "bytes"} <= set(t)
+
+
+@pytest.mark.parametrize("path", sorted(RAW.glob("*_runs.json")), ids=lambda p: p.name)
+def test_committed_runs_file(path):
+    doc = json.loads(path.read_text())
+    assert HEADER_KEYS <= set(doc["header"]) and cr.check_runs_doc(doc) == []
+
+
+@pytest.mark.parametrize("path", sorted(RAW.glob("*_trace_*.json")), ids=lambda p: p.name)
+def test_committed_trace_file(path):
+    from sim.trace import TB_RECORD
+    doc = json.loads(path.read_text())
+    assert doc["records"] and set(doc["records"][0]) == set(TB_RECORD.names)
+
+
+# ---- on the GPU ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bench():
+    pytest.importorskip("cupy")
+    return mb._Bench()
+
+
+@pytest.fixture(scope="module")
+def spec(bench):
+    from sim.spec import load_gpu
+    return load_gpu(mb.gpu_short_name(mb.make_header()["device"]))
+
+
+@pytest.mark.gpu
+def test_dram_bandwidth_within_datasheet(bench, spec):
+    d = mb.measure_dram(bench, reps=3)
+    for key in ("read_gbps", "write_gbps", "copy_gbps"):
+        assert 0.3 * spec.dram_gbps <= d[key] <= 1.1 * spec.dram_gbps, (key, d[key])
+
+
+@pytest.mark.gpu
+def test_ffma_rate_within_peak(bench, spec):
+    f = mb.measure_fp32(bench, reps=2, iters=2048)
+    assert 0.5 <= f["flop_per_cycle_per_sm"] / spec.fp32_flops_per_cycle_per_sm <= 1.05, f
+    assert 500 < f["sm_clock_mhz"] < 3000
+
+
+@pytest.mark.gpu
+def test_dispatch_mostly_in_order(bench):
+    rows = mb.measure_dispatch(bench, configs=[(256, 2, 2000)])
+    assert rows[0]["spearman_start_vs_blockidx"] > 0.9
+    assert rows[0]["measured_blocks_per_sm"] == 2
+
+
+@pytest.mark.gpu
+def test_atomics_and_launch_are_positive(bench):
+    a = mb.measure_atomics(bench, reps=3, clock_mhz=1980.0)
+    assert 50 < a["latency_cycles"] < 5000 and not a["pingpong"]["failed"]
+    lau = mb.measure_launch(bench, reps=4, n=50)
+    assert 0 < lau["graph_us_per_launch"] < 20 and 0 < lau["plain_us_per_launch"] < 50
