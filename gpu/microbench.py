@@ -410,6 +410,30 @@ def measure_hardware(reps: int = 10) -> dict:
     return res
 
 
+def summary(micro: dict) -> str:
+    """A few headline lines of a micro document (printed at the end of a device run)."""
+    def g(sec, *keys):
+        v = micro.get(sec, {})
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        return v
+    lines = [f"dram read/write/copy GB/s: {g('dram', 'read_gbps')} / {g('dram', 'write_gbps')} / {g('dram', 'copy_gbps')}",
+             f"l2 GB/s {g('l2', 'l2_gbps')}, knee bytes {g('l2', 'knee_bytes')}",
+             f"fp32 FLOP/cycle/SM {g('fp32', 'flop_per_cycle_per_sm')}, TFLOP/s {g('fp32', 'tflops')}, "
+             f"clock MHz {g('fp32', 'sm_clock_mhz')}",
+             f"atomic latency cycles {g('atomics', 'latency_cycles')}, polls {g('atomics', 'poll_round_trip_cycles')}, "
+             f"pingpong {g('atomics', 'pingpong')}",
+             f"launch us plain {g('launch', 'plain_us_per_launch')}, graph {g('launch', 'graph_us_per_launch')}"]
+    for d in micro.get("dispatch", []) if isinstance(micro.get("dispatch"), list) else []:
+        lines.append(f"dispatch nt={d['threads']} occ={d['measured_blocks_per_sm']} work={d['work_cycles']}: "
+                     f"rho={d['spearman_start_vs_blockidx']:.4f} ooo={d['out_of_order_fraction']:.3f} "
+                     f"maxdisp={d['max_displacement']} wave1={d['first_wave_rate_blocks_per_us']} "
+                     f"steady={d['steady_rate_blocks_per_us']} lat={d['dispatch_latency_cycles']['median']}")
+    for t in micro.get("tasks", []):
+        lines.append(f"task {t['layer']['name']} {t['op']} occ={t['blocks_per_sm']} {t['time_us']:.1f} us")
+    return "\n".join(lines)
+
+
 def _write(path: Path, doc: dict) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
@@ -429,7 +453,12 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
     if "hardware" in parts or "tasks" in parts:
         micro = {"header": header}
         micro.update(measure_hardware(reps) if "hardware" in parts else {s: {} for s in SECTIONS})
-        micro["tasks"] = cr.measure_tasks(reps=reps, layers=layers) if "tasks" in parts else []
+        micro["tasks"] = []
+        if "tasks" in parts:
+            try:
+                micro["tasks"] = cr.measure_tasks(reps=reps, layers=layers)
+            except Exception as exc:  # the hardware sections are still worth writing
+                micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
         paths.append(_write(out / f"{gpu_name}_micro.json", micro))
     if "runs" in parts:
         runs, trace = cr.measure_runs(reps=reps, layers=layers, budget_s=budget_s)
@@ -454,6 +483,9 @@ def main(argv=None) -> int:
                               layers=a.layers.split(",") if a.layers else None, budget_s=a.budget_s)
     for path in paths:
         print(path)
+        if path.endswith("_micro.json"):
+            with open(path) as f:
+                print(summary(json.load(f)))
     print(f"[microbench] total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 
