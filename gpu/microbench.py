@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import json
 import re
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu.backend import KERNEL_DIR, device_info, git_commit, require_cupy
+from sim.calibrate.build import kernel_build_hash
 
 SCHEMA_VERSION = 1
 SOURCE = KERNEL_DIR / "microbench.cu"
@@ -41,15 +41,6 @@ SMEM_RESERVED_PER_BLOCK = 1024  # Hopper and Ampere keep 1 KiB per resident bloc
 
 
 # ---- pure helpers (CPU) ---------------------------------------------------------
-
-def kernel_build_hash(kernel_dir: Path = KERNEL_DIR) -> str:
-    """sha256 (16 hex) over the Winograd kernel sources: names and contents, microbench sources excluded."""
-    h = hashlib.sha256()
-    for p in sorted(Path(kernel_dir).iterdir()):
-        if p.is_file() and not p.name.startswith("microbench"):
-            h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
 
 def gpu_short_name(device: str) -> str:
     """'NVIDIA H200' -> 'h200', 'NVIDIA H100 80GB HBM3' -> 'h100'."""
@@ -102,18 +93,38 @@ def _pct(v) -> dict:
     return {"median": float(np.median(v)), "p10": float(np.percentile(v, 10)), "p90": float(np.percentile(v, 90))}
 
 
+def start_order(ticket, t0_ns) -> np.ndarray:
+    """Chip-wide start order: %globaltimer first (32 ns ticks), the atomic ticket within a tick."""
+    return np.lexsort((np.asarray(ticket), np.asarray(t0_ns))).argsort()
+
+
+def strict_max_displacement(t0_ns) -> int:
+    """Largest blockIdx distance from a block back to an earlier-indexed one that started a whole tick later."""
+    t0 = np.asarray(t0_ns)
+    order = np.argsort(t0, kind="stable")
+    idx_sorted, t_sorted = order, t0[order]
+    cummax = np.maximum.accumulate(idx_sorted)
+    first_of_tick = np.searchsorted(t_sorted, t0, side="left")
+    earlier_max = np.where(first_of_tick > 0, cummax[np.maximum(first_of_tick - 1, 0)], -1)
+    return int(max(0, (earlier_max - np.arange(len(t0))).max()))
+
+
 def dispatch_stats(rec: np.ndarray, sm_count: int, slots_per_sm: int) -> dict:
     """Statistics of one dispatch probe; rec rows (by blockIdx): smid, ticket, t0 ns, c0, t1 ns, c1.
 
-    The ticket is the chip-wide start order. Slots of an SM: the most blocks
-    seen running on it at once. The latency pairs, on each SM, the k-th block
-    to start (k >= slots) with the (k - slots)-th block to end: the slot it
-    took over, exact when every block holds its slot equally long.
+    Start order is %globaltimer order with the atomic ticket breaking ties
+    inside one 32 ns tick; the "strict" figures use the timer alone (a block
+    counts as out of order only when it started a whole tick after a later
+    blockIdx). Slots of an SM: the most blocks seen running on it at once.
+    The latency pairs, on each SM, the k-th block to start (k >= slots) with
+    the (k - slots)-th block to end: the slot it took over, exact when every
+    block holds its slot equally long.
     """
     rec = np.asarray(rec, dtype=np.int64)
-    sm, order, g0, c0, g1, c1 = (rec[:, i] for i in range(6))
+    sm, ticket, g0, c0, g1, c1 = (rec[:, i] for i in range(6))
     n = len(rec)
     idx = np.arange(n)
+    order = start_order(ticket, g0)
     lat_c, lat_ns, conc = [], [], []
     for s in np.unique(sm):
         on = np.flatnonzero(sm == s)
@@ -136,6 +147,10 @@ def dispatch_stats(rec: np.ndarray, sm_count: int, slots_per_sm: int) -> dict:
         "spearman_start_vs_blockidx": spearman(order, idx),
         "out_of_order_fraction": float(np.mean(order[1:] < order[:-1])) if n > 1 else 0.0,
         "max_displacement": int(np.abs(order - idx).max()),
+        "spearman_ticket_vs_blockidx": spearman(ticket, idx),
+        "strict_out_of_order_fraction": float(np.mean(g0[1:] < g0[:-1])) if n > 1 else 0.0,
+        "strict_max_displacement": strict_max_displacement(g0),
+        "first_wave_span_ns": int(g0[first].max() - g0[first].min()),
         "first_wave_rate_blocks_per_us": rate(first),
         "steady_rate_blocks_per_us": rate(~first),
         "first_wave_smids": sm[by_start[:sm_count]].tolist(),
@@ -144,6 +159,31 @@ def dispatch_stats(rec: np.ndarray, sm_count: int, slots_per_sm: int) -> dict:
         "dispatch_latency_ns": _pct(lat_ns),
         "negative_latencies": int((np.asarray(lat_c) < 0).sum()),
     }
+
+
+def lead_sms(rows: list[dict], longest: int = 16) -> list[int]:
+    """SMs that take the first blocks in every probe: the longest prefix (as a set) all configs share."""
+    lists = [r["first_wave_smids_by_blockidx"] for r in rows]
+    best = []
+    for k in range(1, min(longest, *(len(x) for x in lists)) + 1):
+        sets = {frozenset(x[:k]) for x in lists}
+        if len(sets) == 1 and len(next(iter(sets))) == k:
+            best = sorted(next(iter(sets)))
+    return best
+
+
+def dispatch_summary(rows: list[dict]) -> dict:
+    """The figures the fit reads: slot-to-block latency, dispatcher rate, lead SMs (sim.calibrate.fit)."""
+    timed = [r for r in rows if r["work_cycles"] > 0]
+    empty = [r for r in rows if r["work_cycles"] == 0 and r["steady_rate_blocks_per_us"]]
+    wave = [r["first_wave_rate_blocks_per_us"] for r in timed if r["first_wave_rate_blocks_per_us"]]
+    return {"latency_cycles": float(np.median([r["dispatch_latency_cycles"]["median"] for r in timed])),
+            "blocks_per_us": max(r["steady_rate_blocks_per_us"] for r in empty) if empty else None,
+            "blocks_per_us_source": "steady state of empty blocks (the dispatcher's throughput)",
+            "first_wave_blocks_per_us": float(np.median(wave)) if wave else None,
+            "first_wave_lead_sms": lead_sms(rows),
+            "spearman_min": min(r["spearman_start_vs_blockidx"] for r in rows),
+            "max_displacement": max(r["max_displacement"] for r in rows)}
 
 
 def make_header() -> dict:
@@ -234,7 +274,8 @@ def measure_l2(b: _Bench, reps: int, dram_gbps: float | None = None) -> dict:
         t = b.time_us(lambda: fn((b.sms * 8,), (256,), (buf, np.uint64(n4), np.int32(passes), b.sink)), reps)
         sweep.append({"bytes": size, "passes": passes, "gbps": size * passes / t / 1e3})
     del buf
-    return {"l2_bytes": b.l2, "sweep": sweep, **l2_knee(sweep, b.l2), "load": "ld.global.cg (L2, no L1)"}
+    knee = l2_knee(sweep, b.l2)
+    return {"l2_bytes": b.l2, "sweep": sweep, **knee, "gbps": knee["l2_gbps"], "load": "ld.global.cg (L2, no L1)"}
 
 
 def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
@@ -258,7 +299,7 @@ def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
     total = blocks * flops_block
     return {"flop_per_cycle_per_sm": float(np.median(per_sm)), "flop_per_cycle_per_sm_min": float(np.min(per_sm)),
             "tflops": total / t / 1e6, "kernel_us": t, "blocks": blocks, "threads": nt,
-            "ffma_chains_per_thread": 8, "sm_clock_mhz": float(np.median(mhz)),
+            "ffma_chains_per_thread": 8, "sm_clock_mhz": float(np.median(mhz)), "clock_mhz": float(np.median(mhz)),
             "sm_clock_mhz_min": float(np.min(mhz)), "sm_clock_mhz_max": float(np.max(mhz)),
             "blocks_per_sm_seen": sorted({int(v) for v in np.bincount(r[:, 0])[np.unique(r[:, 0])]}),
             "globaltimer_resolution_ns": int(res.get()[0])}
@@ -289,6 +330,11 @@ def measure_atomics(b: _Bench, reps: int, clock_mhz: float) -> dict:
         t = b.time_us(lambda: fn((grid,), (nt,), (words, np.int32(ops), np.int32(mode), words)), reps)
         count = grid * (per or nt) * ops
         tput[label] = {"gops": count / t / 1e3, "ops_per_cycle": count / (t * clock_mhz), "ops": count}
+    ctl = cp.asarray(np.array([1, 0], dtype=np.int32))
+    spin = []
+    for _ in range(max(3, reps // 2)):
+        b.fn("mb_spin_loop")((1,), (1,), (ctl, np.int32(1000), out))
+        spin.append(int(out.get()[0]) / 1000)
     flags = cp.zeros(64, dtype=cp.int32)
     pp = cp.zeros(8, dtype=cp.uint64)
     rounds = 2000
@@ -296,6 +342,8 @@ def measure_atomics(b: _Bench, reps: int, clock_mhz: float) -> dict:
     p = pp.get().astype(np.int64)
     return {"latency_cycles": float(np.median(lat)), "throughput": tput,
             "poll_round_trip_cycles": polls,
+            "spin_loop_cycles": float(np.median(spin)),
+            "spin_poll_cycles": float(np.median(spin)),  # one iteration of the megakernel's wait loop
             "pingpong": {"round_trip_cycles": p[0] / rounds, "handoff_cycles": p[0] / rounds / 2,
                          "poll_cycles_under_contention": (p[2] / p[1]) if p[1] else None,
                          "failed": bool(p[3]), "smids": [int(p[4]), int(p[5])]}}
@@ -348,6 +396,9 @@ def measure_launch(b: _Bench, reps: int, n: int = 500) -> dict:
     one = {(r["grid"], r["mode"]): r for r in out["by_grid"]}
     out["plain_us_per_launch"] = one[(1, "plain")]["interval_us"]
     out["graph_us_per_launch"] = one[(1, "graph")]["interval_us"]
+    # the model's launch_overhead_us: last block of one kernel to first block of the next, full grids
+    out["plain_us"] = one[(b.sms, "plain")]["gap_us"]
+    out["graph_us"] = one[(b.sms, "graph")]["gap_us"]
     return out
 
 
@@ -407,6 +458,8 @@ def measure_hardware(reps: int = 10) -> dict:
             res[name] = {"error": f"{type(exc).__name__}: {exc}"}
         print(f"[microbench] {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         b.cp.get_default_memory_pool().free_all_blocks()
+    if isinstance(res.get("dispatch"), list) and res["dispatch"]:
+        res["dispatch_summary"] = dispatch_summary(res["dispatch"])
     return res
 
 
@@ -422,12 +475,15 @@ def summary(micro: dict) -> str:
              f"fp32 FLOP/cycle/SM {g('fp32', 'flop_per_cycle_per_sm')}, TFLOP/s {g('fp32', 'tflops')}, "
              f"clock MHz {g('fp32', 'sm_clock_mhz')}",
              f"atomic latency cycles {g('atomics', 'latency_cycles')}, polls {g('atomics', 'poll_round_trip_cycles')}, "
-             f"pingpong {g('atomics', 'pingpong')}",
-             f"launch us plain {g('launch', 'plain_us_per_launch')}, graph {g('launch', 'graph_us_per_launch')}"]
+             f"spin loop {g('atomics', 'spin_loop_cycles')}, pingpong {g('atomics', 'pingpong')}",
+             f"launch us plain {g('launch', 'plain_us_per_launch')}, graph {g('launch', 'graph_us_per_launch')}, "
+             f"full-grid gap plain {g('launch', 'plain_us')}, graph {g('launch', 'graph_us')}",
+             f"dispatch summary {micro.get('dispatch_summary')}"]
     for d in micro.get("dispatch", []) if isinstance(micro.get("dispatch"), list) else []:
         lines.append(f"dispatch nt={d['threads']} occ={d['measured_blocks_per_sm']} work={d['work_cycles']}: "
                      f"rho={d['spearman_start_vs_blockidx']:.4f} ooo={d['out_of_order_fraction']:.3f} "
-                     f"maxdisp={d['max_displacement']} wave1={d['first_wave_rate_blocks_per_us']} "
+                     f"maxdisp={d['max_displacement']} strict ooo={d['strict_out_of_order_fraction']:.3f} "
+                     f"maxdisp={d['strict_max_displacement']} wave1={d['first_wave_rate_blocks_per_us']} "
                      f"steady={d['steady_rate_blocks_per_us']} lat={d['dispatch_latency_cycles']['median']}")
     for t in micro.get("tasks", []):
         lines.append(f"task {t['layer']['name']} {t['op']} occ={t['blocks_per_sm']} {t['time_us']:.1f} us")
@@ -452,7 +508,9 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
     paths = []
     if "hardware" in parts or "tasks" in parts:
         micro = {"header": header}
-        micro.update(measure_hardware(reps) if "hardware" in parts else {s: {} for s in SECTIONS})
+        micro.update(measure_hardware(reps) if "hardware" in parts
+                     else {s: [] if s == "dispatch" else {} for s in SECTIONS})
+        micro.setdefault("dispatch_summary", {})
         micro["tasks"] = []
         if "tasks" in parts:
             try:

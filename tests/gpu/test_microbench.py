@@ -17,7 +17,7 @@ from sim.graph import build_graph
 from sim.problem import Layer, Partition, WinogradVariant
 
 RAW = Path(__file__).resolve().parents[2] / "scenarios" / "calibrations" / "raw"
-MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "tasks"}
+MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "dispatch_summary", "tasks"}
 HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_version", "git_commit",
                "kernel_build", "date_utc", "schema_version"}
 
@@ -48,7 +48,7 @@ def _dispatch_trace(sms=4, slots=2, waves=6, work=1000, latency=300, swap=()):
         start = wave * (work + latency) + b
         rec[b] = [sm, b, start, start, start + work, start + work]
     for a, c in swap:
-        rec[[a, c], 1] = rec[[c, a], 1]
+        rec[[a, c], 1:] = rec[[c, a], 1:]
     return rec
 
 
@@ -62,6 +62,7 @@ def test_dispatch_stats_known_latency_and_order():
     assert st["negative_latencies"] == 0
     swapped = mb.dispatch_stats(_dispatch_trace(swap=[(0, 5)]), sm_count=4, slots_per_sm=2)
     assert swapped["max_displacement"] == 5 and swapped["out_of_order_fraction"] > 0
+    assert swapped["strict_max_displacement"] == 5
 
 
 def test_forced_smem_fits_exactly_that_many_blocks():
@@ -70,13 +71,28 @@ def test_forced_smem_fits_exactly_that_many_blocks():
         assert occ * (s + 1024) <= 233472 < (occ + 1) * (s + 1024)
 
 
-def test_kernel_build_hash_ignores_microbench_sources(tmp_path):
-    (tmp_path / "a.cu").write_text("x")
-    h = mb.kernel_build_hash(tmp_path)
-    (tmp_path / "microbench.cu").write_text("y")
-    assert mb.kernel_build_hash(tmp_path) == h
-    (tmp_path / "a.cu").write_text("z")
-    assert mb.kernel_build_hash(tmp_path) != h
+def test_start_order_breaks_timer_ties_with_the_ticket():
+    assert mb.start_order([2, 0, 1, 3], [0, 0, 0, 32]).tolist() == [2, 0, 1, 3]
+
+
+def test_strict_displacement_counts_only_whole_ticks():
+    assert mb.strict_max_displacement([0, 0, 0, 0]) == 0
+    assert mb.strict_max_displacement([32, 0, 0, 64, 0]) == 4
+
+
+def test_dispatch_summary_reads_latency_rate_and_lead_sms():
+    rows = []
+    for work, first in ((4000, [7, 6, 1, 2]), (4000, [6, 7, 3, 4]), (0, [7, 6, 5, 0])):
+        st = mb.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
+        rows.append({**st, "work_cycles": work, "first_wave_smids_by_blockidx": first})
+    s = mb.dispatch_summary(rows)
+    assert s["first_wave_lead_sms"] == [6, 7]
+    assert s["latency_cycles"] == pytest.approx(300, abs=8) and s["blocks_per_us"] > 0
+
+
+def test_header_kernel_build_is_the_fits_hash():
+    from sim.calibrate.build import kernel_build_hash
+    assert mb.kernel_build_hash() == kernel_build_hash()
 
 
 def test_gpu_short_name():
@@ -142,7 +158,8 @@ def test_task_bytes_sum_over_one_type(small_graph):
 def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
     header = {k: "x" for k in HEADER_KEYS} | {"schema_version": 1}
     monkeypatch.setattr(mb, "make_header", lambda: dict(header))
-    monkeypatch.setattr(mb, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {"dispatch": []})
+    monkeypatch.setattr(mb, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {"dispatch": [],
+                                                                                             "dispatch_summary": {}})
     monkeypatch.setattr(cr, "measure_tasks", lambda reps, layers: [])
     monkeypatch.setattr(cr, "measure_runs", lambda reps, layers, budget_s: (
         {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
