@@ -267,19 +267,15 @@ def device_header(commit: str | None = None) -> dict:
             "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
-# The paper's 13 layers (name, C, K, H=W); N is the batch, 64 in the paper.
-PAPER_LAYERS = (("ResNet-1", 64, 64, 56), ("ResNet-2", 128, 128, 28), ("ResNet-3", 256, 256, 14),
-                ("ResNet-4", 512, 512, 7), ("YOLOv3-1", 32, 64, 128), ("YOLOv3-2", 64, 128, 64),
-                ("YOLOv3-3", 128, 256, 32), ("YOLOv3-4", 256, 512, 16), ("YOLOv3-5", 512, 1024, 8),
-                ("VGG-1", 128, 128, 112), ("VGG-2", 256, 256, 56), ("VGG-3", 512, 512, 28),
-                ("DenseNet", 192, 48, 56))
-
 _SHORT = {"IMPLICIT_GEMM": "IG", "IMPLICIT_PRECOMP_GEMM": "IPG", "GEMM": "GEMM", "DIRECT": "DIR",
           "FFT": "FFT", "FFT_TILING": "FFTT", "WINOGRAD": "WIN", "WINOGRAD_NONFUSED": "WNF"}
 
 
 def paper_layers(batch: int = 64) -> list[Layer]:
-    return [Layer(n=batch, c=c, h=hw, w=hw, k=k, name=name) for name, c, k, hw in PAPER_LAYERS]
+    """The paper's 13 layers from scenarios/layers (the one table), at this batch."""
+    from sim.scenarios import layer_names, load_layer
+    layers = (load_layer(n) for n in layer_names())
+    return [Layer(n=batch, c=lay.c, h=lay.h, w=lay.w, k=lay.k, name=lay.name) for lay in layers]
 
 
 def measure_layer(layer: Layer, reps: int, seed: int) -> dict:

@@ -33,28 +33,30 @@ from sim.encoding import SCHEMA_VERSION
 from sim.errors import MegasimError
 from sim.graph import build_graph
 from sim.mapping import Mapping, make, validate
-from sim.problem import Layer, Partition, WinogradVariant
+from sim.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
 
 FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
 BENCH_SCHEMA_VERSION = 1
 
 
-def _p(t, cpi, epg, kpg, kpo, kpf=4, threads=256) -> Partition:
+def _p(t, cpi, epg, kpg, kpo, kpf=8, threads=128) -> Partition:
     return Partition(tiles_per_group=t, input_channels_per_task=cpi, gemm_mats_per_task=epg,
                      gemm_k_per_task=kpg, output_channels_per_task=kpo, filter_k_per_task=kpf, threads=threads)
 
 
-DEFAULT_PARTITION = _p(64, 32, 2, 64, 32)
-# Hand-swept on an H200 (docs/gpu.md): layer name -> partition used by `megasim bench`.
+# 64 tiles x 64 or 128 output channels per GEMM task, one Winograd point, 128
+# threads (8 x 4 or 8 x 8 register blocks), 8 filters per filter task.
+DEFAULT_PARTITION = _p(64, 32, 1, 64, 32)
+# Hand-swept on an H200 (docs/gpu.md, docs/results/h200_gemm_sweep.log): layer name -> partition.
 TUNED: dict[str, Partition] = {
-    "ResNet-1": _p(32, 32, 4, 64, 32), "ResNet-2": _p(64, 32, 1, 128, 32), "ResNet-3": _p(64, 32, 1, 128, 32),
-    "ResNet-4": _p(64, 32, 1, 128, 32), "YOLOv3-1": _p(32, 32, 4, 64, 32), "YOLOv3-2": _p(64, 32, 2, 64, 32),
-    "YOLOv3-3": _p(64, 32, 2, 64, 32), "YOLOv3-4": _p(64, 32, 2, 64, 32), "YOLOv3-5": _p(128, 32, 1, 128, 32),
-    "VGG-1": _p(64, 32, 1, 128, 32), "VGG-2": _p(64, 32, 1, 128, 32), "VGG-3": _p(64, 32, 1, 128, 32),
-    "DenseNet": _p(64, 32, 2, 48, 48, threads=192),
+    "ResNet-1": _p(64, 32, 1, 64, 32), "ResNet-2": _p(64, 32, 1, 128, 32), "ResNet-3": _p(64, 32, 1, 64, 32),
+    "ResNet-4": _p(64, 32, 1, 128, 32), "YOLOv3-1": _p(64, 32, 1, 64, 32), "YOLOv3-2": _p(64, 32, 1, 64, 32),
+    "YOLOv3-3": _p(64, 32, 1, 64, 32), "YOLOv3-4": _p(64, 32, 1, 64, 32), "YOLOv3-5": _p(64, 32, 1, 128, 32),
+    "VGG-1": _p(64, 32, 1, 64, 32), "VGG-2": _p(64, 32, 1, 64, 32), "VGG-3": _p(64, 32, 1, 64, 32),
+    "DenseNet": _p(64, 32, 1, 48, 48, threads=96),
 }
-SWEEP = [_p(32, 32, 4, 64, 32), _p(64, 32, 2, 64, 32), _p(64, 32, 1, 128, 32), _p(128, 32, 1, 128, 32)]
-SWEEP_SMALL_K = [_p(64, 32, 2, 48, 48, threads=192), _p(64, 32, 4, 16, 16)]
+SWEEP = [_p(64, 32, 1, 128, 32), _p(64, 32, 1, 64, 32), _p(128, 32, 1, 64, 32), _p(128, 32, 1, 128, 32, threads=256)]
+SWEEP_SMALL_K = [_p(64, 32, 1, 48, 48, threads=96), _p(128, 32, 1, 48, 48, threads=96)]
 
 
 def partition_for(layer: Layer, overrides: str | None = None) -> Partition:
@@ -136,7 +138,7 @@ def _rel(cp, out, ref) -> float:
 
 
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
-                baselines: bool = True, raw_blockidx: bool = True, k_step: int = 8) -> dict:
+                baselines: bool = True, raw_blockidx: bool = True, k_step: int = GEMM_K_STEP) -> dict:
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
@@ -266,7 +268,7 @@ def sweep_main(argv=None) -> int:
     p.add_argument("--layer", default="all")
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", default=None)
-    p.add_argument("--k-step", type=int, default=8, help="GEMM channels per step (the contract says 8)")
+    p.add_argument("--k-step", type=int, default=GEMM_K_STEP, help=f"GEMM channels per step (default {GEMM_K_STEP})")
     p.add_argument("--tuned", action="store_true", help="only each layer's tuned partition")
     args = p.parse_args(argv)
     cp = require_cupy()

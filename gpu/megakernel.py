@@ -14,13 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from gpu.backend import KernelConfig, module, require_cupy
+from sim.problem import GEMM_K_STEP
 from sim.encoding import encode
 from sim.errors import MegasimError
 from sim.graph import TaskGraph
 from sim.problem import OP_NAMES, Op
 from sim.trace import empty_records
 
-CTL_COUNTERS = 8  # words before the counters in the control block (megakernel.cu)
+CTL_COUNTERS = 32  # words before the counters in the control block (megakernel.cu)
+CTL_STRIDE = 32  # words per counter: one 128-byte line each
 
 
 class Workspace:
@@ -36,7 +38,7 @@ class Workspace:
 
 class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
-                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = 8):
+                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP):
         cp = require_cupy()
         self.graph = graph
         self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
@@ -45,8 +47,8 @@ class FusedConv:
         self.kernel = self.module.function("ms_megakernel")
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)
         self.task_map = cp.asarray(encode(graph, self.order))
-        init = np.zeros(CTL_COUNTERS + len(graph.counter_init), dtype=np.int32)
-        init[CTL_COUNTERS:] = graph.counter_init
+        init = np.zeros(CTL_COUNTERS + CTL_STRIDE * len(graph.counter_init), dtype=np.int32)
+        init[CTL_COUNTERS::CTL_STRIDE] = graph.counter_init
         self.ctl_init = cp.asarray(init)
         self.ctl = cp.empty_like(self.ctl_init)
         self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
@@ -98,4 +100,4 @@ class FusedConv:
         return rec
 
 
-__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS"]
+__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS", "CTL_STRIDE"]

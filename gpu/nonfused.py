@@ -9,12 +9,13 @@ it computes bit for bit the same output.
 from __future__ import annotations
 
 from gpu.backend import KernelConfig, module, require_cupy
+from sim.problem import GEMM_K_STEP
 from gpu.megakernel import Workspace
 from sim.graph import TaskGraph
 
 
 class NonFusedConv:
-    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = 8):
+    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP):
         self._cp = require_cupy()
         self.graph = graph
         self.module = module(KernelConfig.of(graph, k_step=k_step))

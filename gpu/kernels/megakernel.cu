@@ -12,8 +12,10 @@
 // and thread 0 decrements the counter the task signals.
 //
 // ctl layout (int32): [0] ticket, [1] error flag, [2] logical block, [3] task,
-// [4] counter it waited on, [5] that counter's value, [6..7] spare,
-// [8 ...] dependency counters.
+// [4] counter it waited on, [5] that counter's value, [6..31] spare; then
+// dependency counter i at [32 + 32 i]. One 128-byte line per counter: every
+// spinning block polls its counter, and with the ticket and all counters on
+// one line that line's L2 slice served every poll, atomic and ticket at once.
 #include "winograd.cuh"
 
 #ifndef MS_USE_TICKET
@@ -25,7 +27,8 @@
 #ifndef MS_SPIN_LIMIT_NS
 #define MS_SPIN_LIMIT_NS 2000000000ull
 #endif
-#define MS_CTL_COUNTERS 8
+#define MS_CTL_COUNTERS 32
+#define MS_CTL_STRIDE 32
 
 __device__ __forceinline__ unsigned long long ms_globaltimer() {
     unsigned long long t;
@@ -46,10 +49,13 @@ __device__ __forceinline__ int ms_load_acquire(const int* p) {
 }
 
 // Returns false when the wait timed out or another block already failed.
+// The sleep between polls doubles up to 1 us: hundreds of resident blocks can
+// be waiting at once (on the filter prefix, say), and each poll is an L2 access.
 __device__ __forceinline__ bool ms_wait(int* ctl, int counter, int block, int task) {
     if (counter == MS_NO_COUNTER) return true;
-    const int* cnt = ctl + MS_CTL_COUNTERS + counter;
+    const int* cnt = ctl + MS_CTL_COUNTERS + MS_CTL_STRIDE * counter;
     const unsigned long long t0 = ms_globaltimer();
+    unsigned sleep_ns = 32;
     int v;
     while ((v = ms_load_acquire(cnt)) > 0) {
         if (ms_load_acquire(ctl + 1) != 0) return false;
@@ -60,12 +66,13 @@ __device__ __forceinline__ bool ms_wait(int* ctl, int counter, int block, int ta
             }
             return false;
         }
-        __nanosleep(100);
+        __nanosleep(sleep_ns);
+        sleep_ns = sleep_ns < 1024 ? 2 * sleep_ns : 1024;
     }
     return true;
 }
 
-extern "C" __global__ void __launch_bounds__(MS_NT)
+extern "C" __global__ void __launch_bounds__(MS_NT, MS_MIN_BLOCKS)
 ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U, float* V, float* Mb,
               float* __restrict__ y, const int4* __restrict__ task_map, int* ctl, unsigned long long* trace) {
     __shared__ int s_task[MS_WORDS_PER_TASK];
@@ -105,7 +112,7 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
     __syncthreads();
     if (threadIdx.x == 0) {
         const int signal = s_task[MS_WORD_SIGNAL];
-        if (signal != MS_NO_COUNTER) atomicSub(ctl + MS_CTL_COUNTERS + signal, 1);
+        if (signal != MS_NO_COUNTER) atomicSub(ctl + MS_CTL_COUNTERS + MS_CTL_STRIDE * signal, 1);
 #if MS_TRACE
         trace[4 * s_block + 3] = ms_globaltimer();
 #endif

@@ -35,6 +35,7 @@
 #define MS_USE_TICKET 1
 #define MS_TRACE 0
 #define MS_SPIN_LIMIT_NS 2000000000ull
+#define MS_STAGES 3
 template <int SI, int SO>
 __device__ __forceinline__ void ms_g(const float* x, float* y) {
     y[0 * SO] = __fmul_rn(0x1.0000000000000p-2f, x[0 * SI]);
