@@ -1,0 +1,201 @@
+"""Schedule search: the three methods, resuming, the Dask path, rejection before simulation, the CLI."""
+import json
+
+import pytest
+
+from sim.cli import main
+from sim.errors import MegasimError
+from sim.problem import Layer, Partition, WinogradVariant
+from sim.search import objective
+from sim.search.evaluation import analyse
+from sim.search.objective import Problem
+from sim.search.outputs import rows
+from sim.search.runner import SearchConfig, run_search
+from sim.search.space import build_space, parse_overrides, reject_reason
+from sim.spec import load_gpu
+
+pytest.importorskip("optuna")
+
+# Eight SMs make a small layer big enough for the schedule to matter (dig=0, m=1 is 35% slower).
+LAYER = Layer(8, 32, 28, 28, 64, name="small")
+BASE = Partition(tiles_per_group=32, gemm_mats_per_task=4, gemm_k_per_task=64)
+SMALL_SPACE = {"dig": (0, 64, 512), "dgo": (0, 512), "m": (1, 4), "tiles_per_group": (32,),
+               "gemm_k_per_task": (64,), "gemm_mats_per_task": (4,), "threads": (256,)}
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return Problem(LAYER, WinogradVariant(4), load_gpu("h200").with_model(sm_count=8, first_wave_lead_sms=()))
+
+
+def space(**over):
+    return build_space("paper", BASE, {**SMALL_SPACE, **over})
+
+
+def search(problem, sp, **cfg):
+    return run_search(problem, sp, SearchConfig(progress=False, **cfg))
+
+
+def values(result):
+    return {json.dumps(t.params, sort_keys=True): t.value for t in result.trials if t.state.name == "COMPLETE"}
+
+
+@pytest.mark.parametrize("method", ["grid", "random", "tpe"])
+def test_each_method_finds_no_worse_than_the_paper_default(problem, method):
+    sp = space()
+    result = search(problem, sp, method=method, budget=8)
+    table = rows(result, sp)
+    best = table[0]
+    assert best["status"] == "ok" and best["rank"] == 1
+    assert best["fused_us"] <= result.reference["fused_us"]
+    assert len(table) == 8
+    assert best["nonfused_us"] > 0 and best["speedup_vs_nonfused"] == pytest.approx(best["nonfused_us"] / best["fused_us"])
+
+
+def test_grid_covers_its_grid_once(problem):
+    sp = space()
+    result = search(problem, sp, method="grid")
+    assert result.budget == sp.size == 12
+    assert len(values(result)) == 12
+
+
+def test_resuming_from_sqlite_continues_the_count(problem, tmp_path):
+    sp, storage = space(), f"sqlite:///{tmp_path / 'study.db'}"
+    first = search(problem, sp, method="random", budget=4, storage=storage)
+    second = search(problem, sp, method="random", budget=9, storage=storage)
+    assert len(first.trials) == 4 and len(second.trials) == 9
+    assert {t.number: t.value for t in first.trials}.items() <= {t.number: t.value for t in second.trials}.items()
+    third = search(problem, sp, method="random", budget=9, storage=storage)
+    assert len(third.trials) == 9
+
+
+def test_a_stopped_search_keeps_what_finished(problem, tmp_path, monkeypatch):
+    sp, storage = space(), f"sqlite:///{tmp_path / 'study.db'}"
+    real, calls = objective.fused, []
+
+    def stopped_on_the_fourth(*args):
+        calls.append(args)
+        if len(calls) == 5:  # the reference, then three trials, then Ctrl-C
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(objective, "fused", stopped_on_the_fourth)
+    cut = search(problem, sp, method="grid", storage=storage)
+    assert cut.interrupted and len(cut.trials) == 3
+    monkeypatch.setattr(objective, "fused", real)
+    resumed = search(problem, sp, method="grid", storage=storage)
+    assert not resumed.interrupted
+    assert values(cut).items() <= values(resumed).items()
+    assert len(values(resumed)) == sp.size  # the interrupted point was re-queued, nothing skipped
+
+
+def test_dask_local_cluster_matches_the_process_pool(problem):
+    distributed = pytest.importorskip("dask.distributed")
+    sp = space()
+    pool = search(problem, sp, method="grid", jobs=2)
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                  dashboard_address=None) as cluster:
+        dask = search(problem, sp, method="grid", scheduler=cluster.scheduler_address)
+    assert values(dask) == values(pool) and len(values(pool)) == sp.size
+
+
+def test_illegal_points_are_rejected_without_simulation(problem, monkeypatch):
+    # threads=96 cannot tile a 32-tile x 64-channel x 4-point GEMM; 4096 tiles per group is padding.
+    sp = space(threads=(96, 256), tiles_per_group=(32, 4096), dig=(0, 512), dgo=(0,), m=(4,))
+    real, simulated = objective.fused, []
+
+    def spy(prob, part, opts):
+        simulated.append((part, opts))
+        return real(prob, part, opts)
+
+    monkeypatch.setattr(objective, "fused", spy)
+    result = search(problem, sp, method="grid")
+    table = rows(result, sp)
+    rejected = [r for r in table if r["status"] == "rejected"]
+    assert len(rejected) == 6 and all(r["reason"] for r in rejected)
+    assert {r["threads"] for r in table if r["status"] == "ok"} == {256}
+    assert all(p.threads == 256 and p.tiles_per_group == 32 for p, _ in simulated)
+    assert len(simulated) == 1 + 2  # the reference and the two legal points
+
+
+def test_reject_reason_names_the_rule(problem):
+    sp = space(threads=(96, 256), m=(1, 512))
+    g, v = problem.gpu, problem.variant
+    assert "cannot be tiled" in reject_reason(sp, {"threads": 96, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g)
+    assert "task groups" in reject_reason(sp, {"threads": 256, "m": 512, "dig": 0, "dgo": 0}, LAYER, v, g)
+    assert reject_reason(sp, {"threads": 256, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g) is None
+
+
+def test_bad_spaces_are_refused(problem):
+    with pytest.raises(MegasimError, match="unknown search parameter"):
+        build_space("paper", BASE, {"d_ig": (0,)})
+    with pytest.raises(MegasimError, match="empty"):
+        parse_overrides(["m="])
+    with pytest.raises(MegasimError, match="no legal point"):
+        search(problem, space(threads=(96,)), method="grid")
+
+
+def test_analyse_on_synthetic_sweep():
+    measured = {f"p{i}": 100.0 + i for i in range(60)}           # p0 fastest
+    predicted = {f"p{i}": 50.0 + ((i * 7) % 60) for i in range(60)}  # sim order: p0, p43, p26, p9, p52, ...
+    a = analyse(measured, predicted)
+    assert a["sim_pick"] == "p0" and a["regret_pick"] == 0
+    assert a["sim_top_measured_ranks"] == [1, 44, 27, 10, 53]
+    assert a["runs_to_within_tolerance"] == 1 and a["runs_saved"] == 59
+    flipped = analyse(measured, {k: -v for k, v in measured.items()})  # the sim ranks exactly backwards
+    assert flipped["sim_pick"] == "p59" and flipped["regret_pick"] == pytest.approx(59 / 100)
+    assert flipped["sim_top_measured_ranks"] == [60, 59, 58, 57, 56]
+    assert flipped["runs_to_within_tolerance"] == 57 and flipped["runs_saved"] == 3  # p3 is within 3%
+    assert flipped["spearman"] == pytest.approx(-1)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+SHAPE = ["--shape", "2,32,20,20,64", "--quiet", "--jobs", "1"]
+CLI_SPACE = ["--space", "dig=0,64", "--space", "dgo=0", "--space", "m=1,2", "--space", "tiles_per_group=64",
+             "--space", "gemm_k_per_task=64", "--space", "gemm_mats_per_task=2", "--space", "threads=256"]
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_search_writes_outputs_and_best_round_trips(tmp_path, capsys):
+    out = tmp_path / "out"
+    rc, text, _ = run(capsys, "search", *SHAPE, *CLI_SPACE, "--method", "grid", "--out", str(out))
+    assert rc == 0 and "best:" in text and "megasim bench" in text
+    for name in ("evaluations.csv", "evaluations.json", "best.json", "heatmap_dig_m.png", "heatmap_dgo_m.png"):
+        assert (out / name).stat().st_size > 0
+    table = json.loads((out / "evaluations.json").read_text())["evaluations"]
+    assert len(table) == 4 and table[0]["rank"] == 1
+    rc, sim_out, _ = run(capsys, "simulate", "--mapping", str(out / "best.json"), "--json")
+    assert rc == 0
+    assert json.loads(sim_out)["fused_us"] == pytest.approx(table[0]["fused_us"], rel=1e-9)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--space", "d_ig=0,1"], "unknown search parameter"),
+    (["--space", "m="], "empty list"),
+    (["--space", "m=1,x"], "integers"),
+    (["--space", "threads=96", "--space", "gemm_mats_per_task=4", "--space", "tiles_per_group=32",
+      "--space", "gemm_k_per_task=64"], "no legal point"),
+    (["--method", "anneal"], "unknown search method"),
+    (["--budget", "0"], "--budget"),
+    (["--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler"),
+], ids=["unknown-param", "empty", "not-int", "illegal-space", "method", "budget", "scheduler"])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
+    rc, _, err = run(capsys, "search", *SHAPE, "--out", str(tmp_path), *extra)
+    assert rc == 2 and message in err and err.count("\n") == 1
+
+
+def test_cli_validate_top_without_a_gpu_is_one_line(tmp_path, capsys):
+    from sim.search.hardware import require_gpu
+    try:
+        require_gpu()
+        pytest.skip("a GPU is present")
+    except MegasimError:
+        pass
+    rc, _, err = run(capsys, "search", *SHAPE, "--out", str(tmp_path), "--validate-top", "3")
+    assert rc == 2 and "GPU" in err and err.count("\n") == 1
