@@ -134,6 +134,11 @@ def cmd_bench(args) -> int:
     return bench_main(args) or 0
 
 
+def cmd_search(args) -> int:
+    from sim.search.command import search_main
+    return search_main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sim.spec import SCENARIOS
     parser = _Parser(prog="megasim", description=__doc__)
@@ -171,6 +176,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="write the results JSON here")
     bench.add_argument("--json", action="store_true")
     bench.set_defaults(func=cmd_bench)
+    srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
+    srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
+    srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
+    srch.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition)")
+    srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")
+    srch.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
+    srch.add_argument("--strategy", default="paper", help="mapping strategy whose options are searched")
+    srch.add_argument("--method", default="tpe", help="grid, random or tpe")
+    srch.add_argument("--space", action="append", metavar="NAME=V1,V2,...",
+                      help="replace one parameter's values (repeatable), e.g. --space m=1,2,4")
+    srch.add_argument("--budget", type=int, help="finished evaluations in the study (default 200; grid: its size)")
+    srch.add_argument("--jobs", type=int, default=2, help="local worker processes")
+    srch.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (instead of --jobs)")
+    srch.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db); reruns resume")
+    srch.add_argument("--out", help="output folder (default search-results/LAYER-GPU)")
+    srch.add_argument("--seed", type=int, default=0, help="sampler seed")
+    srch.add_argument("--validate-top", type=int, help="measure the K best and the paper default on this GPU")
+    srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
+    srch.add_argument("--quiet", action="store_true", help="no progress bar")
+    srch.set_defaults(func=cmd_search)
     return parser
 
 
