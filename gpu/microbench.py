@@ -37,7 +37,9 @@ SCHEMA_VERSION = 1
 SOURCE = KERNEL_DIR / "microbench.cu"
 DISPATCH_WAVES = 48
 DISPATCH_WORK_CYCLES = 4000
-SMEM_RESERVED_PER_BLOCK = 1024  # Hopper and Ampere keep 1 KiB per resident block for the system
+SMEM_RESERVED_PER_BLOCK = 1024
+SPIN_SLEEP_NS = (32, 1024)  # the megakernel's wait-loop back-off (gpu/kernels/megakernel.cu ms_wait)
+SPIN_ITERS = 24  # Hopper and Ampere keep 1 KiB per resident block for the system
 
 
 # ---- pure helpers (CPU) ---------------------------------------------------------
@@ -331,10 +333,13 @@ def measure_atomics(b: _Bench, reps: int, clock_mhz: float) -> dict:
         count = grid * (per or nt) * ops
         tput[label] = {"gops": count / t / 1e3, "ops_per_cycle": count / (t * clock_mhz), "ops": count}
     ctl = cp.asarray(np.array([1, 0], dtype=np.int32))
-    spin = []
+    stamps = cp.zeros(SPIN_ITERS + 1, dtype=cp.uint64)
+    periods = []
     for _ in range(max(3, reps // 2)):
-        b.fn("mb_spin_loop")((1,), (1,), (ctl, np.int32(1000), out))
-        spin.append(int(out.get()[0]) / 1000)
+        b.fn("mb_spin_loop")((1,), (1,), (ctl, np.int32(SPIN_ITERS), np.uint32(SPIN_SLEEP_NS[0]),
+                                          np.uint32(SPIN_SLEEP_NS[1]), stamps))
+        periods.append(np.diff(stamps.get().astype(np.int64)))
+    period = np.median(np.array(periods), axis=0)
     flags = cp.zeros(64, dtype=cp.int32)
     pp = cp.zeros(8, dtype=cp.uint64)
     rounds = 2000
@@ -342,8 +347,10 @@ def measure_atomics(b: _Bench, reps: int, clock_mhz: float) -> dict:
     p = pp.get().astype(np.int64)
     return {"latency_cycles": float(np.median(lat)), "throughput": tput,
             "poll_round_trip_cycles": polls,
-            "spin_loop_cycles": float(np.median(spin)),
-            "spin_poll_cycles": float(np.median(spin)),  # one iteration of the megakernel's wait loop
+            "spin_loop": {"sleep_ns_start_cap": list(SPIN_SLEEP_NS), "iteration_cycles": period.tolist()},
+            "spin_loop_cycles": float(period[-1]),
+            # the model's spin_poll_cycles: one wait-loop iteration once the back-off has reached its cap
+            "spin_poll_cycles": float(period[-1]),
             "pingpong": {"round_trip_cycles": p[0] / rounds, "handoff_cycles": p[0] / rounds / 2,
                          "poll_cycles_under_contention": (p[2] / p[1]) if p[1] else None,
                          "failed": bool(p[3]), "smids": [int(p[4]), int(p[5])]}}

@@ -176,19 +176,21 @@ extern "C" __global__ void mb_poll_latency(const int* p, int n, int mask, int ac
 
 // The megakernel's wait loop (gpu/kernels/megakernel.cu ms_wait) on a counter
 // that stays above zero: acquire load of the counter and of the error flag, a
-// %globaltimer check, __nanosleep(100). out[0]: cycles for n iterations.
-extern "C" __global__ void mb_spin_loop(const int* ctl, int n, unsigned long long* out) {
+// %globaltimer check, then __nanosleep with the sleep doubling from sleep0 up
+// to sleep_cap ns. out[i]: clock64 at the end of iteration i (out[0]: start).
+extern "C" __global__ void mb_spin_loop(const int* ctl, int n, unsigned sleep0, unsigned sleep_cap,
+                                        unsigned long long* out) {
     const unsigned long long t0 = mb_globaltimer();
-    const long long c0 = clock64();
-    int seen = 0;
-    for (int i = 0; i < n; ++i) {
-        if (mb_load_acquire(ctl) <= 0) { seen = 1; break; }
-        if (mb_load_acquire(ctl + 1) != 0) { seen = 2; break; }
-        if (mb_globaltimer() - t0 > MB_SPIN_LIMIT_NS) { seen = 3; break; }
-        __nanosleep(100);
+    out[0] = clock64();
+    unsigned sleep_ns = sleep0;
+    for (int i = 1; i <= n; ++i) {
+        if (mb_load_acquire(ctl) <= 0) break;
+        if (mb_load_acquire(ctl + 1) != 0) break;
+        if (mb_globaltimer() - t0 > MB_SPIN_LIMIT_NS) break;
+        __nanosleep(sleep_ns);
+        sleep_ns = sleep_ns < sleep_cap ? 2 * sleep_ns : sleep_cap;
+        out[i] = clock64();
     }
-    out[0] = (unsigned long long)(clock64() - c0);
-    out[1] = (unsigned long long)seen;
 }
 
 // Ping-pong between block 0 and block 1 through two flags (release stores,
