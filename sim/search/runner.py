@@ -292,13 +292,22 @@ def run_search(problem: objective.Problem, space: Space, config: SearchConfig) -
     except (ValueError, ImportError, optuna.exceptions.StorageInternalError) as exc:
         executor.shutdown(cancel=True)
         raise MegasimError(f"optuna storage {config.storage!r}: {str(exc).splitlines()[0]}") from None
+    previous = len(study.get_trials(deepcopy=False))
+    if config.method == "grid":
+        # The grid's seed fixes which grid id is which point: the stored ids must keep their meaning.
+        grid_seed = study.user_attrs.get("grid_seed", config.seed)
+        study.set_user_attr("grid_seed", grid_seed)
+        if grid_seed != config.seed:
+            study.sampler = _sampler("grid", space, grid_seed)
+    elif previous:
+        # A resumed study must not replay the seeded sequence of the run before it.
+        study.sampler = _sampler(config.method, space, config.seed + previous)
     loop = _Loop(problem, space, config, study, executor, workers)
     result = SearchResult(study_name=name, budget=target)
     try:
         loop.load()
         result.reference = _reference(loop)
-        fresh = not study.get_trials(deepcopy=False)
-        if fresh and config.method != "grid" and result.reference.get("rejected") is None \
+        if not previous and config.method != "grid" and result.reference.get("rejected") is None \
                 and space.contains(space.default_point()):
             study.enqueue_trial(space.default_point())
         with _progress_bar(config.progress, target, loop.done, f"{problem.layer.name} {config.method}") as update:

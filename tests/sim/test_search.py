@@ -199,3 +199,20 @@ def test_cli_validate_top_without_a_gpu_is_one_line(tmp_path, capsys):
         pass
     rc, _, err = run(capsys, "search", *SHAPE, "--out", str(tmp_path), "--validate-top", "3")
     assert rc == 2 and "GPU" in err and err.count("\n") == 1
+
+
+def test_evaluation_cli_rederives_the_figures_from_a_sweep_file(tmp_path, capsys):
+    from sim.search.evaluation import main as evaluation_main
+    from sim.search.hardware_sweep import grid_points
+    part = {"tiles_per_group": 64, "input_channels_per_task": 32, "gemm_mats_per_task": 1,
+            "gemm_k_per_task": 128, "output_channels_per_task": 32, "filter_k_per_task": 8, "threads": 256}
+    rows_ = [{"layer": "ResNet-2", "partition": part, "point": p, "measured_fused_us": 100.0 + i}
+             for i, p in enumerate(grid_points()[:3])]
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps({"header": {"gpu": "h200"}, "rows": rows_}))
+    assert evaluation_main([str(sweep), "--jobs", "1", "--uncalibrated"]) == 0
+    doc = json.loads((tmp_path / "sweep_analysis.json").read_text())
+    a = doc["layers"]["ResNet-2"]
+    assert a["points"] == 3 and a["measured_best_us"] == 100.0
+    assert sorted(a["sim_top_measured_ranks"]) == [1, 2, 3]
+    assert "| ResNet-2 | 3 |" in capsys.readouterr().out
