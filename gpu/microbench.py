@@ -71,16 +71,17 @@ def spearman(a, b) -> float:
 def l2_knee(sweep: list[dict], l2_bytes: int) -> dict:
     """L2 and DRAM plateaus of a working-set sweep and the bytes where bandwidth falls half-way between them.
 
-    L2 level: the best point at or under a quarter of L2; DRAM level: the largest working set.
-    The crossing is interpolated in log(bytes).
+    L2 level: the median over working sets in (L2/8, L2] (smaller ones leave threads idle);
+    DRAM level: the largest working set. The first fall through the midpoint past L2/8 is
+    interpolated in log(bytes).
     """
     pts = sorted(sweep, key=lambda p: p["bytes"])
-    small = [p["gbps"] for p in pts if p["bytes"] <= l2_bytes / 4] or [pts[0]["gbps"]]
-    l2, dram = max(small), pts[-1]["gbps"]
+    plateau = [p["gbps"] for p in pts if l2_bytes / 8 < p["bytes"] <= l2_bytes] or [pts[0]["gbps"]]
+    l2, dram = float(np.median(plateau)), pts[-1]["gbps"]
     mid = (l2 + dram) / 2
     knee = None
     for prev, cur in zip(pts, pts[1:]):
-        if cur["bytes"] > l2_bytes / 4 and prev["gbps"] >= mid > cur["gbps"]:
+        if cur["bytes"] > l2_bytes / 8 and prev["gbps"] >= mid > cur["gbps"]:
             f = (prev["gbps"] - mid) / (prev["gbps"] - cur["gbps"])
             knee = float(np.exp(np.log(prev["bytes"]) + f * (np.log(cur["bytes"]) - np.log(prev["bytes"]))))
             break

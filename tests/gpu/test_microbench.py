@@ -33,10 +33,11 @@ def test_ranks_share_ties_and_spearman_known_answers():
 def test_l2_knee_halfway_between_plateaus():
     l2 = 64 << 20
     sweep = [{"bytes": b << 20, "gbps": g} for b, g in
-             [(1, 10000), (8, 10000), (16, 10000), (32, 10000), (48, 9000), (64, 5000), (128, 4000), (256, 4000)]]
+             [(1, 3000), (8, 9000), (16, 10000), (32, 10000), (48, 10000), (60, 10000), (64, 5000), (128, 4000),
+              (256, 4000)]]
     k = mb.l2_knee(sweep, l2)
     assert k["l2_gbps"] == 10000 and k["dram_gbps"] == 4000 and k["midpoint_gbps"] == 7000
-    assert (48 << 20) < k["knee_bytes"] < (64 << 20)
+    assert (60 << 20) < k["knee_bytes"] < (64 << 20)
 
 
 def _dispatch_trace(sms=4, slots=2, waves=6, work=1000, latency=300, swap=()):
