@@ -32,8 +32,11 @@ from gpu.nonfused import NonFusedConv
 from sim.encoding import SCHEMA_VERSION
 from sim.errors import MegasimError
 from sim.graph import build_graph
+from sim.atomic import atomic_path
 from sim.mapping import Mapping, make, validate
+from sim.mapping.io import load_mapping, problem_of, read_mapping_file
 from sim.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
+from sim.scenarios import partition_for as scenario_partition
 
 FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
 BENCH_SCHEMA_VERSION = 1
@@ -44,37 +47,20 @@ def _p(t, cpi, epg, kpg, kpo, kpf=8, threads=128) -> Partition:
                      gemm_k_per_task=kpg, output_channels_per_task=kpo, filter_k_per_task=kpf, threads=threads)
 
 
-# 64 tiles x 64 or 128 output channels per GEMM task, one Winograd point, 128
-# threads (8 x 4 or 8 x 8 register blocks), 8 filters per filter task.
-DEFAULT_PARTITION = _p(64, 32, 1, 64, 32)
-# Hand-swept on an H200 (docs/gpu.md, docs/results/h200_gemm_sweep.log): layer name -> partition.
-TUNED: dict[str, Partition] = {
-    "ResNet-1": _p(64, 32, 1, 64, 32), "ResNet-2": _p(64, 32, 1, 128, 32), "ResNet-3": _p(64, 32, 1, 64, 32),
-    "ResNet-4": _p(64, 32, 1, 128, 32), "YOLOv3-1": _p(64, 32, 1, 64, 32), "YOLOv3-2": _p(64, 32, 1, 64, 32),
-    "YOLOv3-3": _p(64, 32, 1, 64, 32), "YOLOv3-4": _p(64, 32, 1, 64, 32), "YOLOv3-5": _p(64, 32, 1, 128, 32),
-    "VGG-1": _p(64, 32, 1, 64, 32), "VGG-2": _p(64, 32, 1, 64, 32), "VGG-3": _p(64, 32, 1, 64, 32),
-    "DenseNet": _p(64, 32, 1, 48, 48, threads=96),
-}
+# Candidates for the hand sweep (`python -m gpu.bench`); the chosen ones live in scenarios/partitions/h200.toml.
 SWEEP = [_p(64, 32, 1, 128, 32), _p(64, 32, 1, 64, 32), _p(128, 32, 1, 64, 32), _p(128, 32, 1, 128, 32, threads=256)]
 SWEEP_SMALL_K = [_p(64, 32, 1, 48, 48, threads=96), _p(128, 32, 1, 48, 48, threads=96)]
 
 
 def partition_for(layer: Layer, overrides: str | None = None) -> Partition:
-    """The tuned partition of a layer, with `--partition k=v,...` overrides applied."""
-    part = TUNED.get(layer.name, DEFAULT_PARTITION if layer.k >= 64 else SWEEP_SMALL_K[0])
-    if not overrides:
-        return part
-    fields = part.to_dict()
-    for item in overrides.split(","):
-        key, _, value = item.partition("=")
-        if not value.strip().isdigit():
-            raise MegasimError(f"--partition {overrides!r}: expected name=integer pairs, got {item!r}")
-        fields[key.strip()] = int(value)
-    return Partition.from_dict(fields)
+    """The H200 partition of a layer (scenarios/partitions/h200.toml), with `--partition` overrides."""
+    return scenario_partition(layer, "h200", overrides)
 
 
 def _layers(args) -> list[Layer]:
     from sim.scenarios import layer_names, load_layer, parse_shape
+    if getattr(args, "mapping", None) and not (getattr(args, "layer", None) or getattr(args, "shape", None)):
+        return [problem_of(read_mapping_file(args.mapping), args.mapping)[0]]
     if getattr(args, "shape", None):
         return [parse_shape(args.shape)]
     name = getattr(args, "layer", None) or "ResNet-2"
@@ -83,18 +69,10 @@ def _layers(args) -> list[Layer]:
 
 def _mapping(graph, args) -> Mapping:
     if getattr(args, "mapping", None):
-        with open(args.mapping) as f:
-            data = json.load(f)
-        order = data["order"] if isinstance(data, dict) else data
-        mp = Mapping(order=np.asarray(order, dtype=np.int64), strategy="file", params={"path": args.mapping})
-    else:
-        strategy = getattr(args, "strategy", None) or "paper"
-        params = {}
-        if strategy == "paper":
-            params = {k: getattr(args, k, None) for k in ("dig", "dgo", "m")}
-        elif strategy == "random_topo":
-            params = {"seed": getattr(args, "seed", None)}
-        mp = make(graph, strategy, **params)
+        return load_mapping(args.mapping, graph)
+    strategy = getattr(args, "strategy", None) or "paper"
+    params = {k: getattr(args, k, None) for k in ("dig", "dgo", "m", "seed")}
+    mp = make(graph, strategy, **{k: v for k, v in params.items() if v is not None})
     validate(graph, mp)
     return mp
 
@@ -142,6 +120,8 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
+    if getattr(args, "mapping", None) and partition is None:
+        _, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
     part = partition or partition_for(layer, getattr(args, "partition", None))
     graph = build_graph(layer, variant, part)
     mp = _mapping(graph, args)
@@ -255,8 +235,8 @@ def bench_main(args) -> int:
         print(format_table(entries[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     doc = {"header": header, "layers": entries}
     if getattr(args, "out", None):
-        with open(args.out, "w") as f:
-            json.dump(doc, f, indent=1, default=str)
+        with atomic_path(args.out) as tmp:
+            tmp.write_text(json.dumps(doc, indent=1, default=str))
     print(json.dumps(doc, default=str) if getattr(args, "json", False) else format_table(entries))
     return 0
 

@@ -13,19 +13,6 @@ class _Parser(argparse.ArgumentParser):
         raise MegasimError(message)
 
 
-def _partition(text: str | None):
-    from sim.problem import Partition
-    if not text:
-        return None
-    fields = {}
-    for item in text.split(","):
-        key, sep, value = item.partition("=")
-        if not sep or not value.strip().lstrip("-").isdigit():
-            raise MegasimError(f"--partition wants key=int pairs separated by commas, got {item!r}")
-        fields[key.strip()] = int(value)
-    return Partition.from_dict(fields)
-
-
 def _layer(args):
     from sim.scenarios import load_layer, parse_shape
     if args.layer and args.shape:
@@ -37,7 +24,8 @@ def _problem_args(p):
     p.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     p.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
     p.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
-    p.add_argument("--partition", help="partition overrides, e.g. tiles_per_group=64,gemm_k_per_task=32")
+    p.add_argument("--partition", help="overrides on the GPU's partition table (scenarios/partitions), "
+                                      "e.g. tiles_per_group=64,gemm_k_per_task=32")
     p.add_argument("--strategy", default="paper", help="mapping strategy (megasim mappings lists them)")
     p.add_argument("--dig", type=int, help="paper: D_IG, input->GEMM distance in blocks")
     p.add_argument("--dgo", type=int, help="paper: D_GO, GEMM->output distance in blocks")
@@ -61,7 +49,8 @@ def cmd_simulate(args) -> int:
         from sim.mapping.io import problem_of, read_mapping_file
         layer, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
     else:
-        variant, partition = WinogradVariant(args.variant), _partition(args.partition)
+        from sim.scenarios import partition_for
+        variant, partition = WinogradVariant(args.variant), partition_for(layer, gpu.name, args.partition)
     graph, mapping = prepare(layer, variant, partition, args.strategy, _params(args), args.mapping)
     replay_sms = None
     if args.policy == "replay":

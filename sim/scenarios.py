@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sim.errors import MegasimError
-from sim.problem import Layer
+from sim.problem import Layer, Partition
 from sim.spec import SCENARIOS, _load_toml
 
 _SHAPE = ("n", "c", "h", "w", "k")
@@ -95,3 +95,38 @@ def load_network(name: str, root: Path = SCENARIOS) -> list[tuple[Layer, int]]:
         shape = dict(entry) if n is None else {"n": n, **entry}
         out.append((_layer_from(shape, f"{net}/{entry.get('name', i)}", where), count))
     return out
+
+
+def partition_for(layer: Layer, gpu: str = "h200", overrides: str | None = None,
+                  root: Path = SCENARIOS) -> Partition:
+    """The partition the kernels use for `layer` on `gpu` (scenarios/partitions/<gpu>.toml).
+
+    A GPU without a table gets `Partition()`'s defaults. `overrides` is the
+    CLI's "name=int,..." and applies on top.
+    """
+    path = root / "partitions" / f"{gpu.lower()}.toml"
+    fields = Partition().to_dict()
+    if path.exists():
+        data = _load_toml(path)
+        fields.update(data.get("default_small_k" if layer.k < 64 else "default", {}))
+        fields.update(data.get("layers", {}).get(layer.name, {}))
+    part = _partition(fields, str(path))
+    return apply_overrides(part, overrides) if overrides else part
+
+
+def _partition(fields: dict, origin: str) -> Partition:
+    try:
+        return Partition.from_dict(fields)
+    except TypeError as exc:
+        raise MegasimError(f"{origin}: {exc}") from None
+
+
+def apply_overrides(part: Partition, text: str) -> Partition:
+    """`--partition tiles_per_group=64,gemm_k_per_task=32` on top of `part`."""
+    fields = part.to_dict()
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise MegasimError(f"--partition wants name=integer pairs separated by commas, got {item!r}")
+        fields[key.strip()] = int(value)
+    return _partition(fields, "--partition")

@@ -14,9 +14,12 @@ KERNELS = Path(__file__).resolve().parents[2] / "gpu" / "kernels"
 
 
 def kernel_build_hash(folder: Path = KERNELS) -> str:
-    """sha256 over the kernel sources (names and contents, sorted), first 12 hex digits."""
+    """sha256 over the convolution kernels' sources (names and contents, sorted), first 12 hex digits.
+
+    The microbenchmark sources are not part of the build the profile describes.
+    """
     h = hashlib.sha256()
-    for path in sorted(folder.glob("*.cu*")):
+    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith("microbench")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]

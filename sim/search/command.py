@@ -9,10 +9,10 @@ from pathlib import Path
 from sim.errors import MegasimError
 
 
-def _base_partition(layer, overrides: str | None):
-    """The partition `megasim bench` builds for this layer (gpu.bench's tuned table), with overrides."""
-    from gpu.bench import partition_for
-    return partition_for(layer, overrides)
+def _base_partition(layer, gpu_name: str, overrides: str | None):
+    """The partition the kernels use for this layer on this GPU (scenarios/partitions), with overrides."""
+    from sim.scenarios import partition_for
+    return partition_for(layer, gpu_name, overrides)
 
 
 def _point_text(row: dict, space) -> str:
@@ -39,7 +39,7 @@ def search_main(args) -> int:
         require_gpu()
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     variant = WinogradVariant(args.variant)
-    space = build_space(args.strategy, _base_partition(layer, args.partition), parse_overrides(args.space))
+    space = build_space(args.strategy, _base_partition(layer, gpu.name, args.partition), parse_overrides(args.space))
     out = Path(args.out or f"search-results/{layer.name}-{gpu.name}")
     storage = args.storage or f"sqlite:///{out / 'study.db'}"
     if storage.startswith("sqlite:///"):

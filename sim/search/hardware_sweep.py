@@ -38,7 +38,7 @@ def row_key(layer: str, point: dict) -> str:
 
 def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
     from gpu.backend import device_info, git_commit
-    from gpu.bench import copy_bandwidth, partition_for
+    from gpu.bench import copy_bandwidth, partition_for  # the kernels' partition table (scenarios/partitions)
     from sim.problem import WinogradVariant
     from sim.scenarios import load_layer
     from sim.search.hardware import measure, require_gpu

@@ -8,6 +8,7 @@ from sim.graph import build_graph
 from sim.mapping import make
 from sim.mapping.io import save_mapping
 from sim.problem import Layer
+from sim.scenarios import partition_for
 
 SMALL = ["--shape", "2,32,20,20,32"]
 KEYS = {"layer", "gpu", "strategy", "fused_us", "nonfused_us", "speedup", "num_tbs", "infusible",
@@ -102,7 +103,8 @@ def test_unwritable_trace_path_fails_cleanly(tmp_path, capsys):
 
 
 def test_replay_policy_places_blocks_on_the_traced_sms(tmp_path, capsys):
-    graph = build_graph(Layer(2, 32, 20, 20, 32))
+    layer = Layer(2, 32, 20, 20, 32)
+    graph = build_graph(layer, partition=partition_for(layer, "h200"))
     rows = [{"block": i, "task": i, "op": int(graph.op[i]), "sm": i % 3, "dispatch_us": 0.0, "start_us": 0.0,
              "ready_us": 0.0, "end_us": 1.0} for i in range(graph.num_tasks)]
     path = tmp_path / "trace.json"
