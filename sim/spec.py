@@ -56,6 +56,9 @@ class GPUSpec:
     l2_efficiency: float = _f("achievable fraction of l2_gbps", 0.8)
     l2_usable_fraction: float = _f("fraction of L2 that holds reusable data (the rest: streaming, set conflicts)", 0.75)
     compute_efficiency: dict = _f("achieved fraction of FP32 peak per task type", {})
+    gemm_half_efficiency_channels: float = _f(
+        "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
+        "cost as many channels of main loop", 0.0)
     task_overhead_cycles: int = _f("per block: task-map read, indexing, the counter atomic", 0)
     sources: dict = _f("where each figure came from", {})
 
@@ -77,8 +80,12 @@ class GPUSpec:
     def us_to_cycles(self, us: float) -> float:
         return us * self.clock_mhz
 
-    def efficiency(self, op: Op) -> float:
-        return float(self.compute_efficiency.get(op.name.lower(), 1.0))
+    def efficiency(self, op: Op, channels: int | None = None) -> float:
+        """Achieved fraction of FP32 peak for a task type; a GEMM's depends on its loop length C."""
+        eff = float(self.compute_efficiency.get(op.name.lower(), 1.0))
+        if op == Op.GEMM and channels and self.gemm_half_efficiency_channels:
+            eff *= channels / (channels + self.gemm_half_efficiency_channels)
+        return eff
 
     def blocks_per_sm(self, res: StageResources) -> int:
         """Occupancy: how many blocks of this footprint fit on one SM at once."""
@@ -101,6 +108,7 @@ class GPUSpec:
         return replace(self, **model)
 
 
+NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels"}
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 
@@ -133,7 +141,7 @@ def gpu_from_dict(data: dict, name: str, origin: str) -> GPUSpec:
         raise MegasimError(f"{origin}: {exc}") from None
     for f in fields(GPUSpec):
         v = getattr(spec, f.name)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and f.name != "task_overhead_cycles" and v <= 0:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and f.name not in NON_NEGATIVE and v <= 0:
             raise MegasimError(f"{origin}: {f.name} must be positive, got {v}")
     return spec
 

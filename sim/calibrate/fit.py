@@ -58,40 +58,59 @@ def hardware_overrides(micro: dict, spec) -> tuple[dict, dict]:
     return hw, model
 
 
-def _bisect_efficiency(run: dict, op: Op, spec, measured_us: float, iters: int = 12):
-    """The efficiency at which the simulated kernel takes `measured_us`, or None if none does."""
-    def time_at(eff):
-        return predict_kernel(run, op, spec.with_model(compute_efficiency={**spec.compute_efficiency,
-                                                                           op.name.lower(): eff}))
-    lo, hi = math.log(0.01), math.log(1.0)
-    if time_at(1.0) > measured_us:
-        return None
+def _golden(f, lo: float, hi: float, iters: int) -> float:
+    """Minimise a unimodal f on [lo, hi]."""
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
     for _ in range(iters):
-        mid = (lo + hi) / 2
-        if time_at(math.exp(mid)) > measured_us:
-            lo = mid
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
         else:
-            hi = mid
-    return math.exp((lo + hi) / 2)
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
 
 
-def fit_compute_efficiency(runs, spec) -> tuple[dict, dict]:
-    """Stage 2: per task type, the geometric mean over training layers; also the per-layer values."""
+def _kernel_error(runs, op: Op, spec) -> float:
+    return fmean((math.log(predict_kernel(r, op, spec)) - math.log(r["nonfused_kernels_us"][op])) ** 2 for r in runs)
+
+
+def _with_efficiency(spec, op: Op, eff: float, **extra):
+    return spec.with_model(compute_efficiency={**spec.compute_efficiency, op.name.lower(): eff}, **extra)
+
+
+def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0), iters: int = 14):
+    """Stage 2: per task type, the efficiency minimising the log error of its kernel over the training layers.
+
+    A GEMM's efficiency also depends on its loop length (C); its half-efficiency channel count is
+    chosen from `half_channels` with the efficiency refitted for each.
+    """
     by_layer = {}
     for run in runs:
         if run.get("split") == "train" and run.get("nonfused_kernels_us"):
             by_layer.setdefault((run["layer"]["name"], str(run["partition"])), run)
-    eff, detail = {}, {}
+    layers = [by_layer[k] for k in sorted(by_layer)]
+    fitted, errors = {}, {}
     for op in Op:
-        values = {}
-        for (name, _), run in sorted(by_layer.items()):
-            e = _bisect_efficiency(run, op, spec, run["nonfused_kernels_us"][op])
-            if e is not None:
-                values[name] = e
-        detail[OP_NAMES[op]] = values
-        if values:
-            eff[op.name.lower()] = round(math.exp(fmean(math.log(v) for v in values.values())), 4)
-    return eff, detail
+        candidates = half_channels if op == Op.GEMM else (None,)
+        best = None
+        for c0 in candidates:
+            extra = {} if c0 is None else {"gemm_half_efficiency_channels": c0}
+            err_at = lambda log_eff: _kernel_error(layers, op, _with_efficiency(spec, op, math.exp(log_eff), **extra))
+            log_eff = _golden(err_at, math.log(0.005), math.log(1.0), iters)
+            err = err_at(log_eff)
+            if best is None or err < best[0]:
+                best = (err, math.exp(log_eff), c0)
+        errors[OP_NAMES[op]] = round(math.sqrt(best[0]), 4)
+        fitted[op.name.lower()] = round(best[1], 4)
+        if best[2] is not None:
+            fitted["gemm_half_efficiency_channels"] = best[2]
+    return fitted, errors
 
 
 def _log_error(spec, runs) -> float:

@@ -32,21 +32,23 @@ def fit_profile(gpu_name: str, raw_dir, out, log=print) -> CalibrationProfile:
     hw, model = hardware_overrides(micro, spec)
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
-    eff, detail = fit_compute_efficiency(runs, spec1)
-    log(f"stage 2 (compute efficiency): {eff}")
-    spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff})
+    fitted, kernel_errors = fit_compute_efficiency(runs, spec1)
+    half = fitted.pop("gemm_half_efficiency_channels", 0.0)
+    eff = fitted
+    log(f"stage 2 (compute efficiency): {eff}, GEMM half-efficiency at C = {half}; rms log error {kernel_errors}")
+    spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff}, gemm_half_efficiency_channels=half)
     fused, err = fit_fused(runs, spec2)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     header = runs_doc.get("header", {})
     profile = CalibrationProfile(
-        gpu=spec.name, hardware=hw, model={**model, "compute_efficiency": eff, **fused},
+        gpu=spec.name, hardware=hw,
+        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": half, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
                                      else str(p) for p in (paths["micro"], paths["runs"])],
                     "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),
                     "kernel_build": header.get("kernel_build", kernel_build_hash()),
                     "date": dt.date.today().isoformat()},
-        fit={"stage3_rms_log_error": round(math.sqrt(err), 4),
-             **{f"efficiency_{op}_per_layer": {k: round(v, 4) for k, v in vals.items()} for op, vals in detail.items()}})
+        fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
     save_profile(profile, out)
     return profile
 

@@ -72,7 +72,7 @@ class _Machine:
         self.signals = graph.signals.tolist()
         self.flops = graph.flops.tolist()
         self.written = graph.bytes_per_task()[1].tolist()
-        self.eff = [gpu.efficiency(op) for op in Op]
+        self.eff = [gpu.efficiency(op, graph.layer.c) for op in Op]
         self.remaining = graph.counter_init.tolist()
         self.waiters: dict[int, list[int]] = {}
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
@@ -104,7 +104,8 @@ class _Machine:
         self.check = kern.check_deps
         slots = gpu.blocks_per_sm(kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.replay_sms)
-        mem_cap = gpu.sm_bytes_per_cycle / slots
+        co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
+        mem_cap = gpu.sm_bytes_per_cycle / co_resident
         self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap)
         self.l2q = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap)
         fp_cap = 2.0 * kern.resources.threads
