@@ -60,6 +60,11 @@ class GPUSpec:
         "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
         "cost as many channels of main loop", 0.0)
     task_overhead_cycles: int = _f("per block: task-map read, indexing, the counter atomic", 0)
+    block_bytes_per_cycle: dict = _f(
+        "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
+        "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
+    block_work_cv: float = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
+                              "one type do not finish in lockstep", 0.0)
     sources: dict = _f("where each figure came from", {})
 
     @property
@@ -108,7 +113,7 @@ class GPUSpec:
         return replace(self, **model)
 
 
-NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels"}
+NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels", "block_work_cv"}
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 

@@ -76,49 +76,81 @@ def _golden(f, lo: float, hi: float, iters: int) -> float:
     return (a + b) / 2
 
 
-def _kernel_error(runs, op: Op, spec) -> float:
-    return fmean((math.log(predict_kernel(r, op, spec)) - math.log(r["nonfused_kernels_us"][op])) ** 2 for r in runs)
+def _kernel_log_error(job) -> float:
+    run, op, spec = job
+    return (math.log(predict_kernel(run, op, spec)) - math.log(run["nonfused_kernels_us"][op])) ** 2
+
+
+def _kernel_error(runs, op: Op, spec, pool=None) -> float:
+    jobs = [(r, op, spec) for r in runs]
+    return fmean(pool.map(_kernel_log_error, jobs) if pool else map(_kernel_log_error, jobs))
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
     return spec.with_model(compute_efficiency={**spec.compute_efficiency, op.name.lower(): eff}, **extra)
 
 
-def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0), iters: int = 14):
+def work_cv_from_trace(trace: dict) -> float:
+    """Stage 1, from a measured trace: the spread of GEMM blocks' work time (end - ready)."""
+    import numpy as np
+    from sim.trace import records_from_dicts
+    rec = records_from_dicts(trace["records"])
+    work = (rec["end_us"] - rec["ready_us"])[rec["op"] == Op.GEMM]
+    return round(float(work.std() / work.mean()), 4) if len(work) > 1 else 0.0
+
+
+def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0), iters: int = 14, pool=None,
+                           block_bandwidths=(None, 32.0, 16.0, 8.0, 4.0)):
     """Stage 2: per task type, the efficiency minimising the log error of its kernel over the training layers.
 
     A GEMM's efficiency also depends on its loop length (C); its half-efficiency channel count is
-    chosen from `half_channels` with the efficiency refitted for each.
+    chosen from `half_channels` with the efficiency refitted for each. A transform block can be
+    limited by the loads it keeps in flight rather than by its SM's share: its bytes per cycle are
+    chosen from `block_bandwidths` (None: no such limit), again refitting the efficiency for each.
     """
     by_layer = {}
     for run in runs:
         if run.get("split") == "train" and run.get("nonfused_kernels_us"):
             by_layer.setdefault((run["layer"]["name"], str(run["partition"])), run)
     layers = [by_layer[k] for k in sorted(by_layer)]
-    fitted, errors = {}, {}
+    fitted, errors, block_bw = {}, {}, {}
     for op in Op:
-        candidates = half_channels if op == Op.GEMM else (None,)
+        if op == Op.GEMM:
+            candidates = [{"gemm_half_efficiency_channels": c0} for c0 in half_channels]
+        else:
+            candidates = [{"block_bytes_per_cycle": {**spec.block_bytes_per_cycle,
+                                                     **({op.name.lower(): bw} if bw else {})}}
+                          for bw in block_bandwidths]
         best = None
-        for c0 in candidates:
-            extra = {} if c0 is None else {"gemm_half_efficiency_channels": c0}
-            err_at = lambda log_eff: _kernel_error(layers, op, _with_efficiency(spec, op, math.exp(log_eff), **extra))
+        for extra in candidates:
+            err_at = lambda log_eff: _kernel_error(layers, op, _with_efficiency(spec, op, math.exp(log_eff), **extra),
+                                                   pool)
             log_eff = _golden(err_at, math.log(0.005), math.log(1.0), iters)
             err = err_at(log_eff)
             if best is None or err < best[0]:
-                best = (err, math.exp(log_eff), c0)
+                best = (err, math.exp(log_eff), extra)
         errors[OP_NAMES[op]] = round(math.sqrt(best[0]), 4)
         fitted[op.name.lower()] = round(best[1], 4)
-        if best[2] is not None:
-            fitted["gemm_half_efficiency_channels"] = best[2]
+        if op == Op.GEMM:
+            fitted["gemm_half_efficiency_channels"] = best[2]["gemm_half_efficiency_channels"]
+        elif op.name.lower() in best[2]["block_bytes_per_cycle"]:
+            block_bw[op.name.lower()] = best[2]["block_bytes_per_cycle"][op.name.lower()]
+    fitted["block_bytes_per_cycle"] = block_bw
     return fitted, errors
 
 
-def _log_error(spec, runs) -> float:
-    return fmean((math.log(predict_fused(r, spec)) - math.log(r["fused_us"])) ** 2 for r in runs)
+def _fused_log_error(job) -> float:
+    run, spec = job
+    return (math.log(predict_fused(run, spec)) - math.log(run["fused_us"])) ** 2
+
+
+def _log_error(spec, runs, pool=None) -> float:
+    jobs = [(r, spec) for r in runs]
+    return fmean(pool.map(_fused_log_error, jobs) if pool else map(_fused_log_error, jobs))
 
 
 def fit_fused(runs, spec, overheads=(0, 1000, 2500, 5000), usable=(0.5, 0.75, 1.0),
-              sample: int = 24) -> tuple[dict, float]:
+              sample: int = 24, pool=None) -> tuple[dict, float]:
     """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs."""
     train = [r for r in runs if r.get("split") == "train" and r.get("fused_us")]
     step = max(1, len(train) // sample)
@@ -126,7 +158,7 @@ def fit_fused(runs, spec, overheads=(0, 1000, 2500, 5000), usable=(0.5, 0.75, 1.
     best = None
     for oh in overheads:
         for u in usable:
-            err = _log_error(spec.with_model(task_overhead_cycles=oh, l2_usable_fraction=u), chosen)
+            err = _log_error(spec.with_model(task_overhead_cycles=oh, l2_usable_fraction=u), chosen, pool)
             if best is None or err < best[1]:
                 best = ({"task_overhead_cycles": oh, "l2_usable_fraction": u}, err)
     return best

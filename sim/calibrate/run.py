@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from sim.calibrate.build import kernel_build_hash
-from sim.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
+from sim.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from sim.calibrate.metrics import summarise
 from sim.calibrate.profile import CalibrationProfile, load_profile, save_profile
 from sim.calibrate.validate import plot_scatter, predict_runs, read_json, simulated_records, write_report
@@ -21,7 +22,7 @@ def raw_paths(raw_dir, gpu: str) -> dict:
             "trace": raw / f"{gpu}_trace_resnet2.json"}
 
 
-def fit_profile(gpu_name: str, raw_dir, out, log=print) -> CalibrationProfile:
+def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> CalibrationProfile:
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
@@ -30,19 +31,26 @@ def fit_profile(gpu_name: str, raw_dir, out, log=print) -> CalibrationProfile:
     if not isinstance(runs, list) or not runs:
         raise MegasimError(f"{paths['runs']}: no runs")
     hw, model = hardware_overrides(micro, spec)
+    if paths["trace"].exists():
+        model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
-    fitted, kernel_errors = fit_compute_efficiency(runs, spec1)
-    half = fitted.pop("gemm_half_efficiency_channels", 0.0)
-    eff = fitted
-    log(f"stage 2 (compute efficiency): {eff}, GEMM half-efficiency at C = {half}; rms log error {kernel_errors}")
-    spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff}, gemm_half_efficiency_channels=half)
-    fused, err = fit_fused(runs, spec2)
+    with ProcessPoolExecutor(jobs) as pool:
+        fitted, kernel_errors = fit_compute_efficiency(runs, spec1, pool=pool)
+        half = fitted.pop("gemm_half_efficiency_channels", 0.0)
+        block_bw = fitted.pop("block_bytes_per_cycle")
+        eff = fitted
+        log(f"stage 2 (compute efficiency): {eff}, GEMM half-efficiency at C = {half}, block bytes/cycle "
+            f"{block_bw}; rms log error {kernel_errors}")
+        spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
+                                 gemm_half_efficiency_channels=half, block_bytes_per_cycle=block_bw)
+        fused, err = fit_fused(runs, spec2, pool=pool)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     header = runs_doc.get("header", {})
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
-        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": half, **fused},
+        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": half,
+               "block_bytes_per_cycle": block_bw, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
                                      else str(p) for p in (paths["micro"], paths["runs"])],
                     "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),

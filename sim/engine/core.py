@@ -14,7 +14,10 @@ the megakernel's blocks do (paper Listing 2):
    once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
    bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
-   are, and never sooner than one DRAM latency after it began;
+   are, and never sooner than one DRAM latency plus its bytes over what one
+   block of its type can keep in flight (`block_bytes_per_cycle`). With
+   `block_work_cv` > 0 each block's work is scaled by a seeded lognormal
+   factor, so blocks of one type do not finish in lockstep;
 3. end: decrement the counter it signals and free its slot.
 
 Everything here is callbacks on SimPy events (through `Clock`, which lets
@@ -61,7 +64,8 @@ class RawRun:
 
 
 class _Machine:
-    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms, quantum: float):
+    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms, quantum: float,
+                 seed: int):
         self.env = env = simpy.Environment()
         self.clock = Clock(env, quantum)
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
@@ -78,6 +82,7 @@ class _Machine:
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.overhead = gpu.task_overhead_cycles
         self.latency_floor = gpu.dram_latency_cycles
+        self.block_bw = [gpu.block_bytes_per_cycle.get(op.name.lower(), 0.0) for op in Op]
         total = sum(len(k.tasks) for k in kernels)
         self.order = np.concatenate([k.tasks for k in kernels]).tolist()
         self.sm = [-1] * total
@@ -86,6 +91,8 @@ class _Machine:
         self.t_ready = [0.0] * total
         self.t_end = [-1.0] * total
         self.blocked = [0] * total
+        self.work_scale = _work_scale(total, gpu.block_work_cv, seed)
+        self.floor = [0.0] * total
         self.pending = [0] * total
         self.dram_bytes = [0] * total
         self.spans = []
@@ -162,18 +169,22 @@ class _Machine:
         written = self.written[task]
         dram = miss + written
         self.dram_bytes[b] = dram
+        scale = self.work_scale[b]
+        moved = (l2_read + written) * scale
+        op = self.op[task]
+        self.floor[b] = self.latency_floor + (moved / self.block_bw[op] if self.block_bw[op] else 0.0)
         done = self._done_callback(b)
         self.pending[b] = 3 if dram else 2
         if dram:
-            self.dram.submit(dram, done)
-        self.l2q.submit(l2_read + written, done)
-        self.fp[self.sm[b]].submit(self.flops[task] / self.eff[self.op[task]], done)
+            self.dram.submit(dram * scale, done)
+        self.l2q.submit(moved, done)
+        self.fp[self.sm[b]].submit(self.flops[task] * scale / self.eff[op], done)
 
     def _done_callback(self, b):
         def done():
             self.pending[b] -= 1
             if self.pending[b] == 0:
-                floor = self.t_ready[b] + self.latency_floor - self.env.now
+                floor = self.t_ready[b] + self.floor[b] - self.env.now
                 if floor > 0:
                     self.clock.call_later(floor, self.finish, b)
                 else:
@@ -255,6 +266,15 @@ class _Machine:
 DEFAULT_QUANTUM_CYCLES = 32.0
 
 
+def _work_scale(n: int, cv: float, seed: int) -> list:
+    """Per-block work factors, lognormal with mean 1 and the given coefficient of variation."""
+    if not cv:
+        return [1.0] * n
+    sigma = np.sqrt(np.log1p(cv * cv))
+    return np.random.default_rng(seed).lognormal(-sigma * sigma / 2, sigma, n).tolist()
+
+
 def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
-                replay_sms=None, quantum: float = DEFAULT_QUANTUM_CYCLES) -> RawRun:
-    return _Machine(graph, gpu, list(kernels), policy, replay_sms, quantum).run()
+                replay_sms=None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
+    """Execute `kernels` on `gpu`. `seed` draws the per-block work variation (if the spec has any)."""
+    return _Machine(graph, gpu, list(kernels), policy, replay_sms, quantum, seed).run()

@@ -37,8 +37,9 @@ def test_stage2_recovers_compute_efficiency(small_gpu):
     truth = small_gpu.with_model(compute_efficiency=TRUTH)
     runs = _runs(truth)
     guess = small_gpu.with_model(compute_efficiency={k: 0.7 for k in TRUTH})
-    eff, errors = fit_compute_efficiency(runs, guess, half_channels=(0.0, 16.0))
+    eff, errors = fit_compute_efficiency(runs, guess, half_channels=(0.0, 16.0), block_bandwidths=(None,))
     half = eff.pop("gemm_half_efficiency_channels")
+    assert eff.pop("block_bytes_per_cycle") == {}
     fitted = guess.with_model(compute_efficiency=eff, gemm_half_efficiency_channels=half)
     for channels in (64, 256):  # what the two layers can tell apart: the GEMM efficiency at their C
         assert fitted.efficiency(Op.GEMM, channels) == pytest.approx(TRUTH["gemm"], rel=0.08)
