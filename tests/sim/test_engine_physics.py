@@ -76,3 +76,22 @@ def test_launch_gap_separates_kernels():
                       quantum=0)
     (a0, a1), (b0, b1) = run.kernel_spans_cycles
     assert b0 - a1 == pytest.approx(5000)
+
+
+def test_block_bandwidth_floors_a_lone_block():
+    gpu = toy_gpu(l2_bytes=1, block_bytes_per_cycle={"input_transform": 10.0})
+    g = synthetic_graph([Op.INPUT_TRANSFORM], [1.0], [10_000])
+    run = run_kernels(g, [Kernel(np.arange(1), BLOCK, False)], gpu, quantum=0)
+    assert run.total_cycles == pytest.approx(1000, rel=1e-6)
+
+
+def test_block_work_variation_keeps_the_mean_and_breaks_lockstep():
+    n, f = 400, 1e5
+    g = synthetic_graph([Op.GEMM] * n, [f] * n, [0] * n)
+    gpu = toy_gpu(block_work_cv=0.2, max_blocks_per_sm=1)
+    runs = [run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, seed=s) for s in (0, 0, 1)]
+    work = runs[0].records["end_us"] - runs[0].records["ready_us"]
+    assert work.std() / work.mean() == pytest.approx(0.2, abs=0.04)
+    assert runs[0].total_cycles == runs[1].total_cycles != runs[2].total_cycles
+    ideal = n * f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm)
+    assert runs[0].total_cycles == pytest.approx(ideal, rel=0.1)
