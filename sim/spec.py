@@ -47,6 +47,8 @@ class GPUSpec:
     l2_latency_cycles: int = _f("load-to-use latency of an L2 hit")
     sm_bytes_per_cycle: float = _f("most bytes one SM moves to and from L2 per cycle")
     launch_overhead_us: float = _f("gap between back-to-back kernel launches")
+    first_launch_us: float = _f("what timing events see of the first launch of a sequence, beyond its blocks' "
+                                "work (event to first block start, last block end to event)", 0.0)
     tb_dispatch_latency_cycles: int = _f("from a slot freeing to the next block running")
     tb_dispatch_interval_cycles: float = _f("the block scheduler hands out one block per this many cycles")
     atomic_latency_cycles: int = _f("a global atomic round trip")
@@ -113,7 +115,8 @@ class GPUSpec:
         return replace(self, **model)
 
 
-NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels", "block_work_cv"}
+NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels", "block_work_cv", "first_launch_us",
+                "launch_overhead_us"}
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
 
 

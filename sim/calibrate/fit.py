@@ -48,6 +48,8 @@ def hardware_overrides(micro: dict, spec) -> tuple[dict, dict]:
     launch = micro.get("launch", {})
     if launch.get("graph_us"):
         hw["launch_overhead_us"] = float(launch["graph_us"])
+    if launch.get("plain_us"):
+        hw["first_launch_us"] = float(launch["plain_us"])
     disp = micro.get("dispatch_summary", {})
     if disp.get("latency_cycles"):
         hw["tb_dispatch_latency_cycles"] = int(round(disp["latency_cycles"]))

@@ -82,6 +82,10 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
         plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({figures['overlay']})", ""]
+    extra += _kernel_section(rows) + _winner_margins(rows, summary) + _profile_section(profile)
+    micro_path = raw_paths(Path(measurements).parent, gpu)["micro"]
+    if micro_path.exists():
+        extra += _dispatch_section(read_json(micro_path), spec)
     import json
     from sim.atomic import atomic_path
     with atomic_path(out / "results" / f"calibration_predictions_{gpu}.json") as tmp:
@@ -90,3 +94,58 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
     write_report(out / "calibration.md", gpu, str(profile_path), summary, rows, figures, extra)
     log(f"wrote {out / 'calibration.md'}")
     return summary
+
+
+def _kernel_section(rows) -> list[str]:
+    lines = ["## Non-fused kernels, each timed alone: measured / predicted (us)", "",
+             "Each alone includes its launch as the events see it; the last column is the four in one graph.", "",
+             "| layer | split | filter | input | GEMM | output | four kernels in a graph |", "|---|---|---|---|---|---|---|"]
+    seen = set()
+    for r in rows:
+        if r["layer"] in seen or not r.get("nonfused_kernels_us"):
+            continue
+        seen.add(r["layer"])
+        cells = [f"{m:.1f} / {p:.1f}" for m, p in zip(r["nonfused_kernels_us"], r["pred_kernels_us"])]
+        lines.append(f"| {r['layer']} | {r['split']} | " + " | ".join(cells)
+                     + f" | {r['nonfused_us']:.1f} / {r['pred_nonfused_us']:.1f} |")
+    return lines + [""]
+
+
+def _winner_margins(rows, summary) -> list[str]:
+    lines = ["## How close the fused-vs-non-fused calls are", "",
+             "Measured margin: non-fused / fused - 1 under the simulator's pick (positive: fusion wins).", "",
+             "| layer | measured margin | predicted margin | call |", "|---|---|---|---|"]
+    for name, w in sorted(summary["winner"].items()):
+        pick = min((r for r in rows if r["layer"] == name), key=lambda r: r["pred_fused_us"])
+        lines.append(f"| {name} | {pick['nonfused_us'] / pick['fused_us'] - 1:+.1%} | "
+                     f"{pick['pred_nonfused_us'] / pick['pred_fused_us'] - 1:+.1%} | {'right' if w['right'] else 'wrong'} |")
+    return lines + [""]
+
+
+def _profile_section(profile) -> list[str]:
+    lines = ["## The fitted profile", "", f"Fitted on {', '.join(profile.provenance.get('measurements', []))} "
+             f"(device {profile.provenance.get('device')}, commit {profile.provenance.get('measured_commit')}, "
+             f"kernel build {profile.provenance.get('kernel_build')}).", "", "| parameter | value |", "|---|---|"]
+    for section in (profile.hardware, profile.model, profile.fit):
+        lines += [f"| `{k}` | {v} |" for k, v in section.items()]
+    return lines + [""]
+
+
+def _dispatch_section(micro: dict, spec) -> list[str]:
+    from sim.engine.dispatch.gpc_interleaved import first_wave_order
+    d = micro.get("dispatch_summary", {})
+    model_wave = first_wave_order(spec.sm_count, spec.sms_per_gpc, spec.first_wave_lead_sms)[:24]
+    lines = ["## Block dispatch: measured vs modelled", "",
+             "| | measured | modelled |", "|---|---|---|",
+             f"| start order vs logical order, Spearman | {d.get('spearman_min', float('nan')):.4f} (vs blockIdx) | "
+             "1 (the megakernel's ticket makes start order the logical order) |",
+             f"| largest start displacement (blocks) | {d.get('max_displacement', '-')} (vs blockIdx) | 0 |",
+             f"| freed slot to next block start | {d.get('latency_cycles', '-')} cycles | "
+             f"{spec.tb_dispatch_latency_cycles} cycles |",
+             f"| dispatch rate | {d.get('blocks_per_us', float('nan')):.0f} blocks/us | "
+             f"{spec.clock_mhz / spec.tb_dispatch_interval_cycles:.0f} blocks/us |"]
+    waves = [w for w in micro.get("dispatch", []) if w.get("first_wave_smids")]
+    if waves:
+        lines.append(f"| first 24 SMs of the first wave | {waves[0]['first_wave_smids'][:24]} | "
+                     f"{model_wave} (`gpc_interleaved`) |")
+    return lines + [""]

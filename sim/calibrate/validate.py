@@ -16,7 +16,8 @@ import numpy as np
 
 from sim.atomic import atomic_path
 from sim.calibrate.metrics import SPEARMAN_MIN_MAPPINGS, summarise
-from sim.calibrate.predict import graph_of, mapping_of, predict_fused, predict_nonfused
+from sim.calibrate.predict import graph_of, mapping_of, predict_fused, predict_kernel, predict_nonfused
+from sim.problem import Op
 from sim.errors import MegasimError
 
 
@@ -26,7 +27,8 @@ def _predict_one(args):
            "params": run.get("params", {}), "fused_us": run["fused_us"], "nonfused_us": run["nonfused_us"],
            "pred_fused_us": predict_fused(run, spec)}
     if with_nonfused:
-        row["pred_nonfused_us"], row["pred_kernels_us"] = predict_nonfused(run, spec)
+        row["pred_nonfused_us"], _ = predict_nonfused(run, spec)
+        row["pred_kernels_us"] = [predict_kernel(run, op, spec) for op in Op]
     return row
 
 

@@ -46,12 +46,16 @@ from sim.trace import empty_records
 
 @dataclass(frozen=True, eq=False)
 class Kernel:
-    """One launch: tasks in logical order, one block footprint, and whether blocks poll counters."""
+    """One launch: tasks in logical order, one block footprint, and whether blocks poll counters.
+
+    `preceding_launches` tiny launches go first (the megakernel's counter reset), each one launch gap.
+    """
 
     tasks: np.ndarray
     resources: StageResources
     check_deps: bool
     name: str = "kernel"
+    preceding_launches: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -223,7 +227,8 @@ class _Machine:
 
     # ----------------------------------------------------------------------
     def run(self) -> RawRun:
-        self.launch(0)
+        first = self.kernels[0].preceding_launches * self.gpu.us_to_cycles(self.gpu.launch_overhead_us)
+        self.clock.call_later(first, self.launch, 0)
         self.env.run()
         if self.done_total < len(self.order):
             raise DeadlockError(self._deadlock_message())
@@ -243,7 +248,8 @@ class _Machine:
         rec["end_us"] = np.array(self.t_end) * to_us
         return RawRun(records=rec, block_dram_bytes=np.array(self.dram_bytes, dtype=np.float64),
                       kernel_spans_cycles=[tuple(s) for s in self.spans],
-                      l2_stats=self.l2.stats(), total_cycles=self.spans[-1][1] - self.spans[0][0])
+                      l2_stats=self.l2.stats(),
+                      total_cycles=self.spans[-1][1] + self.gpu.us_to_cycles(self.gpu.first_launch_us))
 
     def _deadlock_message(self) -> str:
         pos = {task: b for b, task in enumerate(self.order)}
