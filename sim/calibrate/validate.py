@@ -97,7 +97,8 @@ def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: l
     m = summary["mape"]
     lines = [f"# Calibration: {gpu.upper()}", "",
              f"Reproduce on any CPU: `megasim validate --profile {profile_path} "
-             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json`.", "",
+             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json`. What the model still misses, and why: "
+             "[calibration-analysis.md](calibration-analysis.md).", "",
              "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
     for split in ("train", "heldout"):
         s = m[split]

@@ -54,11 +54,18 @@ def test_predictions_are_what_the_model_gives_today(committed):
         assert predict_fused(runs[i], spec) == pytest.approx(committed["rows"][i]["pred_fused_us"], rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration.md")
+def test_no_regression_below_the_committed_ranking_and_winner_calls(summary):
+    """Floors at what the committed profile reaches (7 of 13 each), below the targets that follow."""
+    assert sum(v >= 0.8 for v in summary["spearman"].values()) >= 7
+    assert sum(w["right"] for w in summary["winner"].values()) >= 7
+    assert max(summary["regret"].values()) <= 0.02
+
+
+@pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration-analysis.md")
 def test_spearman_at_least_0_8_within_every_layer(summary):
     assert all(v >= 0.8 for v in summary["spearman"].values())
 
 
-@pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration.md")
+@pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration-analysis.md")
 def test_winner_called_right_on_all_13_layers(summary):
     assert all(w["right"] for w in summary["winner"].values())

@@ -216,3 +216,21 @@ def test_evaluation_cli_rederives_the_figures_from_a_sweep_file(tmp_path, capsys
     assert a["points"] == 3 and a["measured_best_us"] == 100.0
     assert sorted(a["sim_top_measured_ranks"]) == [1, 2, 3]
     assert "| ResNet-2 | 3 |" in capsys.readouterr().out
+
+
+def test_committed_hardware_sweep_supports_the_search_claims():
+    """docs/search.md: the simulator's pick is within 3% of the measured best with <= 5 runs, on 3 layers."""
+    from pathlib import Path
+
+    from sim.search.evaluation import analyse, predict, tables
+    root = Path(__file__).resolve().parents[2] / "docs" / "results"
+    sweep = json.loads((root / "search_sweep_h200.json").read_text())
+    committed = json.loads((root / "search_sweep_h200_analysis.json").read_text())["layers"]
+    measured, predicted = tables(sweep), predict(sweep, "h200", jobs=2)
+    assert set(measured) == {"ResNet-1", "ResNet-2", "ResNet-4"}
+    for layer, times in measured.items():
+        assert len(times) >= 50
+        result = analyse(times, predicted[layer])
+        assert result["regret_pick"] == pytest.approx(committed[layer]["regret_pick"], abs=1e-9)
+        assert result["regret_pick"] <= 0.03
+        assert result["runs_to_within_tolerance"] <= 5
