@@ -18,12 +18,12 @@ already in the layout it wants.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import numpy as np
 
 from gpu import cudnn
 from gpu.cudnn import CudnnError, DataType, FwdAlgo, Layout
+from gpu.timing import time_launches
 from sim.errors import MegasimError
 from sim.problem import Layer
 
@@ -51,22 +51,6 @@ def _empty_result(name: str, layout: Layout, status: str) -> dict:
     return {"name": name, "layout": layout.name, "supported": False, "status": status,
             "median_us": None, "p10_us": None, "p90_us": None, "workspace_bytes": None,
             "reps": 0, "rotation_sets": 0, "output": None}
-
-
-def _time(launch: Callable[[int], object], nsets: int, reps: int, warmup: int, stream) -> dict:
-    """Median and spread of `reps` calls, each timed alone by a pair of events."""
-    for i in range(warmup):
-        launch(i % nsets)
-    starts = [cp.cuda.Event() for _ in range(reps)]
-    ends = [cp.cuda.Event() for _ in range(reps)]
-    for i in range(reps):
-        starts[i].record(stream)
-        launch((warmup + i) % nsets)
-        ends[i].record(stream)
-    ends[-1].synchronize()
-    us = np.array([cp.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)])
-    return {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
-            "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
 
 
 def _rotation_sets(layer: Layer, x, w, l2_multiple: float, max_sets: int, seed: int) -> list[tuple]:
@@ -110,7 +94,7 @@ def _cudnn_algo(handle, conv, algo: FwdAlgo, xs, ws, ys, reps, warmup, stream) -
         launch(0)
         stream.synchronize()
         output = _to_nhwc(ys[0], layout)
-        stats = _time(launch, len(xs), reps, warmup, stream)
+        stats = time_launches(cp, launch, len(xs), reps, warmup, stream)
     except CudnnError as e:
         return {**_empty_result(name, layout, e.name), "workspace_bytes": ws_bytes, "detail": str(e)}
     return {**_empty_result(name, layout, "CUDNN_STATUS_SUCCESS"), **stats, "supported": True,
@@ -148,7 +132,7 @@ def _torch(layout: Layout, xs, ws, reps, warmup, stream) -> dict:
             output = cp.from_dlpack(y).copy()
             stream.synchronize()
             del y
-            stats = _time(launch, len(xs), reps, warmup, stream)
+            stats = time_launches(cp, launch, len(xs), reps, warmup, stream)
     finally:
         (torch.backends.cudnn.benchmark, torch.backends.cudnn.allow_tf32,
          torch.backends.cuda.matmul.allow_tf32) = flags

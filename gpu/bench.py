@@ -28,6 +28,7 @@ import numpy as np
 
 from gpu.backend import device_info, gemm_plan, git_commit, require_cupy
 from gpu.megakernel import FusedConv, Workspace
+from gpu.timing import time_launches
 from gpu.nonfused import NonFusedConv
 from sim.encoding import SCHEMA_VERSION
 from sim.errors import MegasimError
@@ -77,27 +78,11 @@ def _mapping(graph, args) -> Mapping:
     return mp
 
 
-def _time(cp, launch, nsets: int, reps: int, warmup: int = 3) -> dict:
-    stream = cp.cuda.get_current_stream()
-    for i in range(warmup):
-        launch(i % nsets)
-    starts = [cp.cuda.Event() for _ in range(reps)]
-    ends = [cp.cuda.Event() for _ in range(reps)]
-    for i in range(reps):
-        starts[i].record(stream)
-        launch((warmup + i) % nsets)
-        ends[i].record(stream)
-    ends[-1].synchronize()
-    us = np.array([cp.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)])
-    return {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
-            "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
-
-
 def copy_bandwidth(cp, nbytes: int = 2 << 30) -> float:
     """Bytes read plus written per second of a large device-to-device copy (the DRAM ceiling)."""
     a = cp.empty(nbytes // 4, dtype=cp.float32)
     b = cp.empty_like(a)
-    stats = _time(cp, lambda i: b.__setitem__(Ellipsis, a), 1, 10, warmup=2)
+    stats = time_launches(cp, lambda i: b.__setitem__(Ellipsis, a), 1, 10, warmup=2)
     del a, b
     return 2 * nbytes / (stats["median_us"] * 1e-6)
 
@@ -148,20 +133,20 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     del y_f, y_n
 
     timings = {}
-    timings["fused"] = _time(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
+    timings["fused"] = time_launches(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
     fused.check()
     try:
         if not raw_blockidx:
             raise MegasimError("not measured")
         raw = FusedConv(graph, mp, ticket=False, workspace=ws, spin_limit_ns=500_000_000, k_step=k_step)
-        timings["fused-raw-blockidx"] = _time(cp, lambda i: raw.launch(xs[i], wts[i], ys[i]), nsets, reps)
+        timings["fused-raw-blockidx"] = time_launches(cp, lambda i: raw.launch(xs[i], wts[i], ys[i]), nsets, reps)
         raw.check()
     except MegasimError as e:
         timings["fused-raw-blockidx"] = {"median_us": None, "error": str(e)}
-    timings["nonfused"] = _time(cp, lambda i: nf.launch(xs[i], wts[i], ys[i]), nsets, reps)
+    timings["nonfused"] = time_launches(cp, lambda i: nf.launch(xs[i], wts[i], ys[i]), nsets, reps)
     for i in range(nsets):
         nf.capture(xs[i], wts[i], ys[i])
-    timings["nonfused-graph"] = _time(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
+    timings["nonfused-graph"] = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
 
     wino_flops = float(graph.flops.sum())
     min_bytes = 4 * (layer.n * layer.h * layer.w * (layer.c + layer.k) + 9 * layer.c * layer.k)

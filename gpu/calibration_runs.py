@@ -14,7 +14,7 @@ Two kinds of data come from the real Winograd kernels:
   other layers, a few mappings are held out from the fit (`split_for`); the
   report scores them separately. One trace-mode run gives per-block records.
 
-Timing reuses `gpu.bench` (`_time`: CUDA events, warm-up, median of reps over
+Timing reuses `gpu.timing.time_launches` (CUDA events, warm-up, median of reps over
 rotated input sets); the mapping plan and the split are pure functions, so
 CI checks them without a GPU.
 """
@@ -276,7 +276,8 @@ def _stage_times(cp, nf, xs, wts, ys, reps: int) -> list[float]:
 def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
     """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
     from gpu.backend import require_cupy
-    from gpu.bench import _time, partition_for
+    from gpu.bench import partition_for
+    from gpu.timing import time_launches
     from gpu.megakernel import FusedConv, Workspace
     from gpu.nonfused import NonFusedConv
     from sim.scenarios import layer_names, load_layer
@@ -304,7 +305,7 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
         nf.run(xs[0], wts[0], y_ref)
         for i in range(nsets):
             nf.capture(xs[i], wts[i], ys[i])
-        nf_t = _time(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
+        nf_t = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
         kernels = _stage_times(cp, nf, xs, wts, ys, reps)
         plan = mapping_plan(graph)
         for (strategy, params, order), split in zip(plan, split_for(name, len(plan))):
@@ -314,7 +315,7 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
             if not bool((y_f == y_ref).all()):
                 mismatches.append(f"{name} {strategy} {params}")
             del y_f
-            t = _time(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
+            t = time_launches(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
             fused.check()
             runs.append(run_record(layer, 4, part, strategy, params, split, t, nf_t["median_us"], kernels))
         if name == TRACE_LAYER:
@@ -331,7 +332,7 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
               f"{per_layer_s[name]:.1f} s", flush=True)
         del xs, wts, ys, ws, nf, y_ref
         cp.get_default_memory_pool().free_all_blocks()
-    extra = {"reps": reps, "rotation": "inputs rotated over sets > 2x L2 (gpu.bench._time)",
+    extra = {"reps": reps, "rotation": "inputs rotated over sets > 2x L2 (gpu.timing.time_launches)",
              "fused_timing": "includes the control-word reset copy before each launch",
              "nonfused_timing": "graph replay; kernels timed by events between the four launches",
              "heldout_layers": list(HELDOUT_LAYERS), "skipped_layers": skipped,
