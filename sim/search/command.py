@@ -79,8 +79,7 @@ def search_main(args) -> int:
         vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
         nf = f", {b['speedup_vs_nonfused']:.2f}x over non-fused {b['nonfused_us']:.1f} us" if b.get("nonfused_us") else ""
         print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
-        print("bench it: " + outputs.bench_command(layer, {p.name: b[p.name] for p in space.params}, space,
-                                                  out / "best.json"))
+        print("bench it: " + outputs.bench_command(out / "best.json"))
     print("wrote " + ", ".join(str(p) for p in written))
     if result.interrupted:
         print(f"interrupted: {len(table)} finished evaluations are kept in {storage}; "

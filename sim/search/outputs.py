@@ -62,13 +62,9 @@ def distinct_best(table: list[dict], space, k: int) -> list[dict]:
     return out
 
 
-def bench_command(layer, point: dict, space, mapping_path) -> str:
-    part, _ = space.split(point)
-    from sim.scenarios import layer_names
-    named = layer.name.lower() in {n.lower() for n in layer_names()}
-    where = f"--layer {layer.name}" if named else f"--shape {layer.n},{layer.c},{layer.h},{layer.w},{layer.k}"
-    fields = ",".join(f"{k}={v}" for k, v in part.to_dict().items())
-    return f"megasim bench {where} --mapping {mapping_path} --partition {fields}"
+def bench_command(mapping_path) -> str:
+    """The mapping file carries its layer, variant and partition, so bench needs nothing else."""
+    return f"megasim bench --mapping {mapping_path}"
 
 
 def write_table(table: list[dict], header: dict, out: Path) -> tuple[Path, Path]:
@@ -95,5 +91,5 @@ def write_best(problem, space, best_row: dict, out: Path, header: dict) -> Path:
     path = out / "best.json"
     extra = {"search": {"predicted_fused_us": best_row["fused_us"], "gpu": problem.gpu.name,
                         "study": header.get("study"), "model": header.get("model"),
-                        "bench_command": bench_command(problem.layer, point, space, path)}}
+                        "bench_command": bench_command(path)}}
     return save_mapping(path, graph, mapping, extra)
