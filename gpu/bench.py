@@ -59,13 +59,13 @@ def partition_for(layer: Layer, overrides: str | None = None) -> Partition:
 
 
 def _layers(args) -> list[Layer]:
-    from sim.scenarios import layer_names, load_layer, parse_shape
-    if getattr(args, "mapping", None) and not (getattr(args, "layer", None) or getattr(args, "shape", None)):
+    from sim.scenarios import layer_names, load_layer, resolve_layer
+    name, shape = getattr(args, "layer", None), getattr(args, "shape", None)
+    if getattr(args, "mapping", None) and not (name or shape):
         return [problem_of(read_mapping_file(args.mapping), args.mapping)[0]]
-    if getattr(args, "shape", None):
-        return [parse_shape(args.shape)]
-    name = getattr(args, "layer", None) or "ResNet-2"
-    return [load_layer(n) for n in layer_names()] if name == "all" else [load_layer(name)]
+    if name == "all" and not shape:
+        return [load_layer(n) for n in layer_names()]
+    return [resolve_layer(name, shape)]
 
 
 def _mapping(graph, args) -> Mapping:

@@ -14,10 +14,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _layer(args):
-    from sim.scenarios import load_layer, parse_shape
-    if args.layer and args.shape:
-        raise MegasimError("give --layer or --shape, not both")
-    return parse_shape(args.shape) if args.shape else load_layer(args.layer or "ResNet-2")
+    from sim.scenarios import resolve_layer
+    return resolve_layer(args.layer, args.shape)
 
 
 def _problem_args(p):

@@ -70,6 +70,13 @@ def parse_shape(text: str) -> Layer:
     return Layer(*values, name=f"{values[0]}x{values[1]}x{values[2]}x{values[3]}->{values[4]}")
 
 
+def resolve_layer(name: str | None, shape: str | None, default: str = "ResNet-2") -> Layer:
+    """The CLI's `--layer NAME` or `--shape N,C,H,W,K` (not both); `default` when neither is given."""
+    if name and shape:
+        raise MegasimError("give --layer or --shape, not both")
+    return parse_shape(shape) if shape else load_layer(name or default)
+
+
 def network_names(root: Path = SCENARIOS) -> list[str]:
     return list(_names(root / "networks"))
 

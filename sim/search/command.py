@@ -22,16 +22,14 @@ def _point_text(row: dict, space) -> str:
 def search_main(args) -> int:
     from sim.calibrate.profile import gpu_for_simulation
     from sim.problem import WinogradVariant
-    from sim.scenarios import load_layer, parse_shape
+    from sim.scenarios import resolve_layer
     from sim.search import outputs
     from sim.search.heatmaps import write_heatmaps
     from sim.search.objective import Problem
     from sim.search.runner import SearchConfig, run_search
     from sim.search.space import build_space, parse_overrides
 
-    if args.layer and args.shape:
-        raise MegasimError("give --layer or --shape, not both")
-    layer = parse_shape(args.shape) if args.shape else load_layer(args.layer or "ResNet-2")
+    layer = resolve_layer(args.layer, args.shape)
     if args.validate_top is not None:
         if args.validate_top < 1:
             raise MegasimError(f"--validate-top must be >= 1, got {args.validate_top}")
