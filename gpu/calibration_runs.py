@@ -212,7 +212,7 @@ def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
     attrs = cp.cuda.Device().attributes
     smem_sm, smem_max = attrs["MaxSharedMemoryPerMultiprocessor"], attrs["MaxSharedMemoryPerBlockOptin"]
     flush = cp.empty(2 * attrs["L2CacheSize"] // 4, dtype=cp.float32)
-    names = [n for n in TASK_LAYERS if layers is None or n in layers] or list(layers)[:1]
+    names = list(layers) if layers else list(TASK_LAYERS)
     rows = []
     for name in names:
         layer = load_layer(name)
