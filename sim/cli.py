@@ -112,7 +112,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_validate(args) -> int:
     from sim.calibrate.run import validate
-    validate(args.profile, args.measurements, args.out, args.jobs)
+    validate(args.profile, args.measurements, args.out, args.jobs, report=args.report)
     return 0
 
 
@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
     val.add_argument("--profile", required=True)
     val.add_argument("--measurements", required=True)
-    val.add_argument("--out", default="docs")
+    val.add_argument("--out", default="docs", help="folder for figures/ and results/")
+    val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)
     val.set_defaults(func=cmd_validate)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")

@@ -61,7 +61,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     return profile
 
 
-def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print) -> dict:
+def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
     doc = read_json(measurements)
@@ -91,8 +91,9 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
     with atomic_path(out / "results" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
-    write_report(out / "calibration.md", gpu, str(profile_path), summary, rows, figures, extra)
-    log(f"wrote {out / 'calibration.md'}")
+    report = Path(report) if report else out / "calibration.md"
+    write_report(report, gpu, str(profile_path), summary, rows, figures, extra)
+    log(f"wrote {report}")
     return summary
 
 
