@@ -91,8 +91,9 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
     with atomic_path(out / "results" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
+    option = f" --report {report}" if report else ""
     report = Path(report) if report else out / "calibration.md"
-    write_report(report, gpu, str(profile_path), summary, rows, figures, extra)
+    write_report(report, gpu, str(profile_path), summary, rows, figures, extra, option)
     log(f"wrote {report}")
     return summary
 

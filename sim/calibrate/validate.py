@@ -93,11 +93,11 @@ def simulated_records(run: dict, spec, policy: str):
 
 
 def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: list[dict], figures: dict,
-                 extra_sections: list[str]) -> None:
+                 extra_sections: list[str], report_option: str = "") -> None:
     m = summary["mape"]
     lines = [f"# Calibration: {gpu.upper()}", "",
              f"Reproduce on any CPU: `megasim validate --profile {profile_path} "
-             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json`. What the model still misses, and why: "
+             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json{report_option}`. What the model still misses, and why: "
              "[calibration-analysis.md](calibration-analysis.md).", "",
              "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
     for split in ("train", "heldout"):

@@ -69,3 +69,20 @@ def test_spearman_at_least_0_8_within_every_layer(summary):
 @pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration-analysis.md")
 def test_winner_called_right_on_all_13_layers(summary):
     assert all(w["right"] for w in summary["winner"].values())
+
+
+H100_PREDICTIONS = ROOT / "docs" / "results" / "calibration_predictions_h100.json"
+
+
+def test_h100_profile_holds_on_its_held_out_data():
+    """The H100 profile (same model, its own measurements): the data behind docs/calibration-h100.md."""
+    committed = json.loads(H100_PREDICTIONS.read_text())
+    summary = summarise(committed["rows"])
+    assert json.loads(json.dumps(summary)) == committed["summary"]
+    assert load_profile(profile_path("h100")).stale() is None
+    held = summary["mape"]["heldout"]
+    assert held["runs"] >= 60 and held["fused"] <= 0.10 and held["nonfused"] <= 0.10
+    # floors at what the committed profile reaches (4 and 9 of 13, 3.9%), below the issue's targets
+    assert sum(v >= 0.8 for v in summary["spearman"].values()) >= 4
+    assert sum(w["right"] for w in summary["winner"].values()) >= 9
+    assert max(summary["regret"].values()) <= 0.04
