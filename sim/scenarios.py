@@ -108,13 +108,17 @@ def partition_for(layer: Layer, gpu: str = "h200", overrides: str | None = None,
                   root: Path = SCENARIOS) -> Partition:
     """The partition the kernels use for `layer` on `gpu` (scenarios/partitions/<gpu>.toml).
 
-    A GPU without a table gets `Partition()`'s defaults. `overrides` is the
-    CLI's "name=int,..." and applies on top.
+    A GPU without a table gets `Partition()`'s defaults; a table holding only
+    `same_as = "<gpu>"` is that GPU's. `overrides` is the CLI's "name=int,..."
+    and applies on top.
     """
     path = root / "partitions" / f"{gpu.lower()}.toml"
     fields = Partition().to_dict()
     if path.exists():
         data = _load_toml(path)
+        if "same_as" in data:
+            path = root / "partitions" / f"{str(data['same_as']).lower()}.toml"
+            data = _load_toml(path)
         fields.update(data.get("default_small_k" if layer.k < 64 else "default", {}))
         fields.update(data.get("layers", {}).get(layer.name, {}))
     part = _partition(fields, str(path))

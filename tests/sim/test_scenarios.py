@@ -3,7 +3,7 @@ import pytest
 
 from sim.errors import MegasimError
 from sim.problem import Layer
-from sim.scenarios import layer_names, load_layer, load_network, network_names, parse_shape
+from sim.scenarios import layer_names, load_layer, load_network, network_names, parse_shape, partition_for
 from sim.spec import GPUSpec, gpu_names, load_gpu
 
 TABLE2 = ["ResNet-1", "ResNet-2", "ResNet-3", "ResNet-4", "YOLOv3-1", "YOLOv3-2", "YOLOv3-3",
@@ -139,3 +139,9 @@ def test_gpu_headline_figures(name, sms, l2_mib, dram):
     spec = load_gpu(name)
     assert (spec.sm_count, spec.l2_bytes / 2**20, spec.dram_gbps) == (sms, l2_mib, dram)
     assert all(0 <= s < spec.sm_count for s in spec.first_wave_lead_sms)
+
+
+def test_a_partition_table_can_name_another_gpus():
+    for name in layer_names():
+        layer = load_layer(name)
+        assert partition_for(layer, "h100") == partition_for(layer, "h200")
