@@ -20,7 +20,6 @@ FP32 FMA rate and one pass over x, w and y at the measured copy bandwidth.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from dataclasses import asdict
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from gpu.backend import device_info, gemm_plan, git_commit, require_cupy
 from gpu.megakernel import FusedConv, Workspace
-from gpu.timing import time_launches
+from gpu.timing import rotation_inputs, time_launches
 from gpu.nonfused import NonFusedConv
 from sim.encoding import SCHEMA_VERSION
 from sim.errors import MegasimError
@@ -110,13 +109,8 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     part = partition or partition_for(layer, getattr(args, "partition", None))
     graph = build_graph(layer, variant, part)
     mp = _mapping(graph, args)
-    l2 = cp.cuda.Device().attributes["L2CacheSize"]
-    set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 4 * layer.k * 9 * layer.c
-    nsets = min(16, max(2, math.ceil(2 * l2 / set_bytes)))
-    rng = cp.random.RandomState(int(getattr(args, "seed", None) or 0) + 7)
-    xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
-    wts = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
-    ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
+    xs, wts, ys = rotation_inputs(cp, layer, int(getattr(args, "seed", None) or 0) + 7)
+    nsets = len(xs)
     ws = Workspace(graph)
     fused = FusedConv(graph, mp, workspace=ws, k_step=k_step)
     nf = NonFusedConv(graph, workspace=ws, k_step=k_step)

@@ -20,7 +20,6 @@ CI checks them without a GPU.
 """
 from __future__ import annotations
 
-import math
 import time
 import zlib
 from dataclasses import asdict
@@ -193,20 +192,13 @@ def occupancy(cp, fn, threads: int, dyn_smem: int) -> int:
                           attrs["MaxSharedMemoryPerMultiprocessor"] // smem))
 
 
-def _layer_data(cp, layer, nsets, seed):
-    rng = cp.random.RandomState(seed)
-    xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
-    ws = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
-    ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
-    return xs, ws, ys
-
-
 def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
     """Each stage kernel alone, L2 flushed before every call, at its own and at forced lower occupancies."""
     from gpu.backend import require_cupy
     from gpu.bench import partition_for
     from gpu.megakernel import Workspace
     from gpu.nonfused import NonFusedConv
+    from gpu.timing import rotation_inputs
     from sim.scenarios import load_layer
     cp = require_cupy()
     attrs = cp.cuda.Device().attributes
@@ -220,7 +212,7 @@ def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
         graph = build_graph(layer, WinogradVariant(4), part)
         ws = Workspace(graph)
         nf = NonFusedConv(graph, workspace=ws)
-        (x,), (w,), (y,) = _layer_data(cp, layer, 1, 11)
+        (x,), (w,), (y,) = rotation_inputs(cp, layer, 11, nsets=1)
         nf.run(x, w, y)  # U, V, M hold real data for the stages that read them
         for op, call in zip(Op, stage_launches(nf, x, w, y)):
             _, fn, grid, block, _, kw = call
@@ -277,13 +269,12 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
     """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
     from gpu.backend import require_cupy
     from gpu.bench import partition_for
-    from gpu.timing import time_launches
+    from gpu.timing import rotation_inputs, time_launches
     from gpu.megakernel import FusedConv, Workspace
     from gpu.nonfused import NonFusedConv
     from sim.scenarios import layer_names, load_layer
     cp = require_cupy()
     reps = max(20, reps)
-    l2 = cp.cuda.Device().attributes["L2CacheSize"]
     names = [load_layer(n).name for n in layer_names()]
     names = [n for n in names if layers is None or n in layers]
     t_start = time.perf_counter()
@@ -296,9 +287,8 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
         layer = load_layer(name)
         part = partition_for(layer)
         graph = build_graph(layer, WinogradVariant(4), part)
-        set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 4 * layer.k * 9 * layer.c
-        nsets = min(16, max(2, math.ceil(2 * l2 / set_bytes)))
-        xs, wts, ys = _layer_data(cp, layer, nsets, 7)
+        xs, wts, ys = rotation_inputs(cp, layer, 7)
+        nsets = len(xs)
         ws = Workspace(graph)
         nf = NonFusedConv(graph, workspace=ws)
         y_ref = cp.full_like(ys[0], cp.nan)

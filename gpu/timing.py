@@ -1,6 +1,8 @@
 """CUDA-event timing shared by every measurement: warm up, then time each call alone, report the median."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -23,3 +25,20 @@ def time_launches(cp, launch, nsets: int, reps: int, warmup: int = 3, stream=Non
     us = np.array([cp.cuda.get_elapsed_time(s, e) * 1e3 for s, e in zip(starts, ends)])
     return {"median_us": float(np.median(us)), "p10_us": float(np.percentile(us, 10)),
             "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
+
+
+def rotation_inputs(cp, layer, seed: int, nsets: int | None = None, l2_multiple: float = 2.0, max_sets: int = 16):
+    """Random NHWC inputs and KRSC filters with NaN-poisoned outputs, `nsets` sets of each.
+
+    By default there are enough sets (2 to `max_sets`) that together they exceed `l2_multiple` x L2,
+    so `time_launches` rotating over them never finds a call's inputs left in L2 by the last one.
+    """
+    if nsets is None:
+        l2 = cp.cuda.Device().attributes["L2CacheSize"]
+        set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 4 * layer.k * 9 * layer.c
+        nsets = min(max_sets, max(2, math.ceil(l2_multiple * l2 / set_bytes)))
+    rng = cp.random.RandomState(seed)
+    xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
+    ws = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
+    ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
+    return xs, ws, ys
