@@ -13,6 +13,7 @@ its CPU tests import on machines without a GPU.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from dataclasses import dataclass, fields
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.errors import MegasimError
-from sim.graph import Geometry, TaskGraph
-from sim.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
-from sim.transforms import winograd_matrices
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import Geometry, TaskGraph
+from megasim.contract.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
+from megasim.contract.transforms import winograd_matrices
 
 try:
     import cupy as cp
@@ -56,6 +57,20 @@ def device_info() -> dict:
         "runtime_version": int(c.cuda.runtime.runtimeGetVersion()),
         "cupy_version": c.__version__,
     }
+
+
+def kernel_build_hash(folder: Path = KERNEL_DIR) -> str:
+    """sha256 over the convolution kernels' sources (names and contents, sorted), first 12 hex digits.
+
+    A profile fitted on one build of the kernels says little about another, so measurements and
+    profiles carry this hash and predictions under a stale profile are flagged. The microbenchmark
+    sources are not part of the build a profile describes.
+    """
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith("microbench")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def git_commit() -> str:
@@ -266,6 +281,6 @@ def module(cfg: KernelConfig) -> CompiledModule:
     return _CACHE[key]
 
 
-__all__ = ["cp", "require_cupy", "device_info", "git_commit", "GemmPlan", "gemm_plan", "gemm_smem_bytes", "gemm_ring",
+__all__ = ["cp", "require_cupy", "device_info", "kernel_build_hash", "git_commit", "GemmPlan", "gemm_plan", "gemm_smem_bytes", "gemm_ring",
            "KernelConfig",
            "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR"]

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-from gpu import cudnn
-from gpu.cudnn import CudnnError, DataType, FwdAlgo, Layout
-from gpu.timing import time_launches
-from sim.errors import MegasimError
-from sim.problem import Layer
+from megasim.gpu import cudnn
+from megasim.gpu.cudnn import CudnnError, DataType, FwdAlgo, Layout
+from megasim.gpu.timing import time_launches
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer
 
 try:
     import cupy as cp
@@ -257,7 +257,7 @@ _SHORT = {"IMPLICIT_GEMM": "IG", "IMPLICIT_PRECOMP_GEMM": "IPG", "GEMM": "GEMM",
 
 def paper_layers(batch: int = 64) -> list[Layer]:
     """The paper's 13 layers from scenarios/layers (the one table), at this batch."""
-    from sim.scenarios import layer_names, load_layer
+    from megasim.app.catalog import layer_names, load_layer
     layers = (load_layer(n) for n in layer_names())
     return [Layer(n=batch, c=lay.c, h=lay.h, w=lay.w, k=lay.k, name=lay.name) for lay in layers]
 
@@ -314,7 +314,7 @@ def main(argv=None) -> int:
     import json
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m gpu.baselines", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m megasim.gpu.baselines", description=__doc__.split("\n")[0])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--layers", default="all", help="'all' or comma-separated paper layer names")
     p.add_argument("--reps", type=int, default=20)

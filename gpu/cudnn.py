@@ -23,8 +23,8 @@ import site
 import sys
 from enum import IntEnum
 
-from sim.errors import MegasimError
-from sim.problem import Layer
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer
 
 try:
     import cupy as cp

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu.layout import (buffer_shapes, filter_ks, gather_patches, gemm_block, group_tiles,
+from megasim.gpu.layout import (buffer_shapes, filter_ks, gather_patches, gemm_block, group_tiles,
                         input_channels, output_channels, scatter_tiles)
-from gpu.winograd import filter_transform, input_transform, output_transform, transform_matrices
-from sim.errors import MegasimError
-from sim.graph import NO_COUNTER, TaskGraph
-from sim.mapping import Mapping
-from sim.problem import OP_NAMES, Op
+from megasim.gpu.winograd import filter_transform, input_transform, output_transform, transform_matrices
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import NO_COUNTER, TaskGraph
+from megasim.contract.mapping import Mapping
+from megasim.contract.problem import OP_NAMES, Op
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.graph import TaskGraph
+from megasim.contract.graph import TaskGraph
 
 
 def buffer_shapes(graph: TaskGraph) -> dict[str, tuple[int, ...]]:

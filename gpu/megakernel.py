@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpu.backend import KernelConfig, module, require_cupy
-from sim.problem import GEMM_K_STEP
-from sim.encoding import encode
-from sim.errors import MegasimError
-from sim.graph import TaskGraph
-from sim.problem import OP_NAMES, Op
-from sim.trace import empty_records
+from megasim.gpu.backend import KernelConfig, module, require_cupy
+from megasim.contract.problem import GEMM_K_STEP
+from megasim.contract.encoding import encode
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import TaskGraph
+from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.records import empty_records
 
 CTL_COUNTERS = 32  # words before the counters in the control block (megakernel.cu)
 CTL_STRIDE = 32  # words per counter: one 128-byte line each

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu.backend import KERNEL_DIR, device_info, git_commit, require_cupy
-from sim.calibrate.build import kernel_build_hash
+from megasim.gpu.backend import KERNEL_DIR, device_info, git_commit, require_cupy
+from megasim.gpu.backend import kernel_build_hash
 
 SCHEMA_VERSION = 1
 SOURCE = KERNEL_DIR / "microbench.cu"
@@ -509,7 +509,7 @@ def _write(path: Path, doc: dict) -> str:
 def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, parts=("hardware", "tasks", "runs"),
                       layers=None, budget_s: float = 400.0) -> list[str]:
     """Measure and write <gpu>_micro.json, <gpu>_runs.json and <gpu>_trace_resnet2.json; returns the paths."""
-    from gpu import calibration_runs as cr
+    from megasim.app.calibrate import gpu_runs as cr
     header = make_header()
     gpu_name = gpu_name or gpu_short_name(header["device"])
     out = Path(out_dir)
@@ -536,7 +536,7 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gpu.microbench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m megasim.gpu.microbench", description=__doc__.splitlines()[0])
     p.add_argument("--out", default="scenarios/calibrations/raw", help="folder for the raw JSON files")
     p.add_argument("--gpu", default=None, help="file prefix (default: from the device name, e.g. h200)")
     p.add_argument("--reps", type=int, default=20)

@@ -8,10 +8,10 @@ it computes bit for bit the same output.
 """
 from __future__ import annotations
 
-from gpu.backend import KernelConfig, module, require_cupy
-from sim.problem import GEMM_K_STEP
-from gpu.megakernel import Workspace
-from sim.graph import TaskGraph
+from megasim.gpu.backend import KernelConfig, module, require_cupy
+from megasim.contract.problem import GEMM_K_STEP
+from megasim.gpu.megakernel import Workspace
+from megasim.contract.graph import TaskGraph
 
 
 class NonFusedConv:

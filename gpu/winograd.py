@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from gpu.layout import gather_patches, scatter_tiles
-from sim.transforms import winograd_matrices
+from megasim.gpu.layout import gather_patches, scatter_tiles
+from megasim.contract.transforms import winograd_matrices
 
 
 def nchw_to_nhwc(x: np.ndarray) -> np.ndarray:

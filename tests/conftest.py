@@ -3,7 +3,7 @@ import importlib.util
 
 import pytest
 
-from sim.problem import Layer, Partition, WinogradVariant
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 
 def _gpu_available() -> bool:

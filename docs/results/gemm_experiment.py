@@ -11,10 +11,10 @@ OLD = "--old" in sys.argv
 sys.path.insert(0, os.path.abspath(root))
 import numpy as np
 import cupy as cp
-from sim.graph import build_graph
-from sim.mapping import make
-from sim.problem import Partition, WinogradVariant
-from sim.scenarios import layer_names, load_layer
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make
+from megasim.contract.problem import Partition, WinogradVariant
+from megasim.app.catalog import layer_names, load_layer
 
 def P(t, epg, kpg, nt, cpi=32, kpo=32, kpf=4):
     return Partition(tiles_per_group=t, input_channels_per_task=cpi, gemm_mats_per_task=epg, gemm_k_per_task=kpg,
@@ -34,7 +34,7 @@ def configs(layer):
                     "#define MS_FILTER_ILP 4\n#define MS_GEMM_WARP_4X8 1\n"))
         return out
     if OLD:
-        from gpu.bench import partition_for
+        from megasim.app.bench import partition_for
         return [("tuned", partition_for(layer), 8, "")]
     if "--final" in sys.argv:
         if layer.k == 48:
@@ -56,7 +56,7 @@ def configs(layer):
     return [(n, p, bk, "") for n, p in parts.items() for bk in (8, 16)]
 
 def set_extra(extra):
-    import gpu.backend as be
+    import megasim.gpu.backend as be
     if not hasattr(be, "_orig_header"):
         be._orig_header = be.config_header
     be.config_header = lambda cfg: be._orig_header(cfg) + extra
@@ -65,7 +65,7 @@ def set_extra(extra):
 def _src(args):
     layer, part, bk, extra = args
     set_extra(extra)
-    from gpu.backend import KernelConfig, kernel_source, COMPILE_OPTIONS, KERNEL_DIR
+    from megasim.gpu.backend import KernelConfig, kernel_source, COMPILE_OPTIONS, KERNEL_DIR
     cfg = KernelConfig(layer, WinogradVariant(4), part, k_step=bk)
     return kernel_source(cfg), COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",)
 
@@ -88,9 +88,9 @@ def timeit(launch, nsets, reps=20, warm=3):
     return float(np.median([cp.cuda.get_elapsed_time(a, b) * 1e3 for a, b in ev]))
 
 def main():
-    from gpu.megakernel import FusedConv, Workspace
-    from gpu.nonfused import NonFusedConv
-    from gpu.baselines import reference_fp64
+    from megasim.gpu.megakernel import FusedConv, Workspace
+    from megasim.gpu.nonfused import NonFusedConv
+    from megasim.gpu.baselines import reference_fp64
     layers = [load_layer(n) for n in layer_names()]
     if len(sys.argv) > 4 and not sys.argv[4].startswith("--"):
         layers = [l for l in layers if l.name in sys.argv[4].split(",")]
@@ -173,8 +173,8 @@ if __name__ == "__main__" and "--map" not in sys.argv:
 
 def mapsweep():
     """Fused time of each (partition, paper mapping m/dig/dgo) on the layers given."""
-    from gpu.megakernel import FusedConv, Workspace
-    from gpu.baselines import reference_fp64
+    from megasim.gpu.megakernel import FusedConv, Workspace
+    from megasim.gpu.baselines import reference_fp64
     names = sys.argv[4].split(",")
     rows = []
     for layer in [load_layer(n) for n in layer_names() if load_layer(n).name in names]:

@@ -1,6 +1,6 @@
 """SimPy model of the GPU. `fused` and `nonfused` describe the launches; `run_kernels` executes them."""
-from sim.engine.core import Kernel, RawRun, run_kernels
-from sim.problem import OP_NAMES, Op
+from megasim.engine.core import Kernel, RawRun, run_kernels
+from megasim.contract.problem import OP_NAMES, Op
 
 
 def fused_kernels(graph, mapping):

@@ -33,15 +33,15 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from sim.engine.dispatch import make_policy
-from sim.engine.clock import Clock
-from sim.engine.l2 import L2Model
-from sim.engine.psqueue import PSQueue
-from sim.errors import DeadlockError
-from sim.graph import NO_COUNTER, TaskGraph
-from sim.problem import Op, StageResources
-from sim.spec import GPUSpec
-from sim.trace import empty_records
+from megasim.engine.dispatch import make_policy
+from megasim.engine.clock import Clock
+from megasim.engine.l2 import L2Model
+from megasim.engine.psqueue import PSQueue
+from megasim.contract.errors import DeadlockError
+from megasim.contract.graph import NO_COUNTER, TaskGraph
+from megasim.contract.problem import Op, StageResources
+from megasim.contract.spec import GPUSpec
+from megasim.contract.records import empty_records
 
 
 @dataclass(frozen=True, eq=False)

@@ -23,7 +23,7 @@ consumer's *read*, which is what the paper measures.
 """
 from __future__ import annotations
 
-from sim.regions import Buffer
+from megasim.contract.regions import Buffer
 
 NEVER = -1.0e30
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpu import baselines
-from gpu.cudnn import CudnnError, FwdAlgo
-from sim.errors import MegasimError
-from sim.problem import Layer
+from megasim.gpu import baselines
+from megasim.gpu.cudnn import CudnnError, FwdAlgo
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer
 
-from gpu.winograd import direct_conv
+from megasim.gpu.winograd import direct_conv
 
 REPO = Path(__file__).resolve().parents[2]
 GEMM_FAMILY = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT"}
@@ -110,9 +110,9 @@ def test_without_cupy_reports_no_gpu(monkeypatch):
 
 def test_modules_import_without_cupy_or_torch():
     code = ("import sys; sys.modules['cupy'] = None; sys.modules['torch'] = None\n"
-            "from gpu import baselines, cudnn\n"
-            "from sim.problem import Layer\n"
-            "from sim.errors import MegasimError\n"
+            "from megasim.gpu import baselines, cudnn\n"
+            "from megasim.contract.problem import Layer\n"
+            "from megasim.contract.errors import MegasimError\n"
             "try:\n"
             "    baselines.run_baselines(Layer(1, 1, 1, 1, 1), None, None)\n"
             "except MegasimError as e:\n"

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gpu.emulator import Workspace, emulate, run_task
-from gpu.layout import output_channels
-from gpu.winograd import direct_conv
-from sim.errors import MegasimError
-from sim.graph import build_graph
-from sim.mapping import MAPPINGS, Mapping, make
-from sim.problem import Layer, Op, Partition, WinogradVariant
+from megasim.gpu.emulator import Workspace, emulate, run_task
+from megasim.gpu.layout import output_channels
+from megasim.gpu.winograd import direct_conv
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import MAPPINGS, Mapping, make
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 
 STRATEGY_PARAMS = {
     "paper": st.fixed_dictionaries({"dig": st.integers(0, 12), "dgo": st.integers(0, 40), "m": st.integers(1, 3)}),

@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, config_header, gemm_plan
-from sim.encoding import SCHEMA_VERSION, WORD, WORD_ORDER, WORDS_PER_TASK, decode, encode, render_cuh
-from sim.errors import MegasimError
-from sim.graph import build_graph
-from sim.mapping import make
-from sim.problem import Layer, Op, Partition, WinogradVariant
+from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, config_header, gemm_plan
+from megasim.contract.encoding import SCHEMA_VERSION, WORD, WORD_ORDER, WORDS_PER_TASK, decode, encode, render_cuh
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 
 
 def test_cuh_matches_python():
@@ -84,7 +84,7 @@ def test_generated_transforms_evaluate_to_the_matrices(m):
     """Evaluate the generated C expressions in Python on unit vectors: they must give the exact columns."""
     import re
 
-    from sim.transforms import winograd_matrices
+    from megasim.contract.transforms import winograd_matrices
     text = config_header(KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(m), DEFAULT_CONFIG.partition))
     mats = winograd_matrices(m)
     env = {"__fmul_rn": lambda a, b: a * b, "__fadd_rn": lambda a, b: a + b,

@@ -11,18 +11,18 @@ import time
 import numpy as np
 import pytest
 
-from sim.errors import MegasimError
-from sim.graph import build_graph
-from sim.mapping import make
-from sim.problem import Layer, Partition, WinogradVariant
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy")
 
-from gpu.megakernel import FusedConv, Workspace  # noqa: E402
-from gpu.nonfused import NonFusedConv  # noqa: E402
-from gpu.winograd import direct_conv  # noqa: E402
+from megasim.gpu.megakernel import FusedConv, Workspace  # noqa: E402
+from megasim.gpu.nonfused import NonFusedConv  # noqa: E402
+from megasim.gpu.winograd import direct_conv  # noqa: E402
 
 PART = Partition(tiles_per_group=32, input_channels_per_task=32, gemm_mats_per_task=4,
                  gemm_k_per_task=64, output_channels_per_task=32, filter_k_per_task=4, threads=256)
@@ -69,13 +69,13 @@ def test_odd_shapes_match_direct_conv(layer, m):
 
 
 def _paper_layers():
-    from sim.scenarios import layer_names, load_layer
+    from megasim.app.catalog import layer_names, load_layer
     return [load_layer(n) for n in layer_names()]
 
 
 @pytest.mark.parametrize("layer", _paper_layers(), ids=lambda lay: lay.name)
 def test_paper_layers_fused_and_nonfused(layer):
-    from gpu.baselines import reference_fp64
+    from megasim.gpu.baselines import reference_fp64
     small = Layer(2, layer.c, layer.h, layer.w, layer.k, layer.name)
     graph = build_graph(small, WinogradVariant(4), PART)
     x, w = (cp.asarray(a) for a in _data(small, 2))

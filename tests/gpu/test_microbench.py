@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpu import calibration_runs as cr
-from gpu import microbench as mb
-from sim.graph import build_graph
-from sim.problem import Layer, Partition, WinogradVariant
+from megasim.app.calibrate import gpu_runs as cr
+from megasim.gpu import microbench as mb
+from megasim.contract.graph import build_graph
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 RAW = Path(__file__).resolve().parents[2] / "scenarios" / "calibrations" / "raw"
 MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "dispatch_summary", "tasks"}
@@ -92,7 +92,7 @@ def test_dispatch_summary_reads_latency_rate_and_lead_sms():
 
 
 def test_header_kernel_build_is_the_fits_hash():
-    from sim.calibrate.build import kernel_build_hash
+    from megasim.gpu.backend import kernel_build_hash
     assert mb.kernel_build_hash() == kernel_build_hash()
 
 
@@ -151,7 +151,7 @@ def test_run_record_has_exactly_the_format_fields(small_graph):
 
 
 def test_task_bytes_sum_over_one_type(small_graph):
-    from sim.problem import Op
+    from megasim.contract.problem import Op
     total = sum(cr.task_bytes(small_graph, op)[0] for op in Op)
     assert total == pytest.approx(float(small_graph.flops.sum()))
 
@@ -194,7 +194,7 @@ def test_committed_runs_file(path):
 
 @pytest.mark.parametrize("path", sorted(RAW.glob("*_trace_*.json")), ids=lambda p: p.name)
 def test_committed_trace_file(path):
-    from sim.trace import TB_RECORD
+    from megasim.contract.records import TB_RECORD
     doc = json.loads(path.read_text())
     assert doc["records"] and set(doc["records"][0]) == set(TB_RECORD.names)
 
@@ -209,7 +209,7 @@ def bench():
 
 @pytest.fixture(scope="module")
 def spec(bench):
-    from sim.spec import load_gpu
+    from megasim.app.catalog import load_gpu
     return load_gpu(mb.gpu_short_name(mb.make_header()["device"]))
 
 

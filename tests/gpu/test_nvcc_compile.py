@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, kernel_source
-from sim.problem import Layer, Partition, WinogradVariant
+from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, kernel_source
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim.transforms import winograd_matrices
+from megasim.contract.transforms import winograd_matrices
 
 VARIANTS = [2, 4, 6]
 rationals = st.fractions(min_value=-5, max_value=5, max_denominator=9)

@@ -8,8 +8,8 @@ checked against it.
 import numpy as np
 import pytest
 
-from gpu.layout import gather_patches, scatter_tiles
-from gpu.winograd import (direct_conv, kcrs_to_krsc, krsc_to_kcrs, nchw_to_nhwc, nhwc_to_nchw,
+from megasim.gpu.layout import gather_patches, scatter_tiles
+from megasim.gpu.winograd import (direct_conv, kcrs_to_krsc, krsc_to_kcrs, nchw_to_nhwc, nhwc_to_nchw,
                           tile_grid, winograd_conv)
 
 VARIANTS = [2, 4, 6]

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from sim.graph import Geometry, TaskGraph
-from sim.problem import Layer, Op, Partition, StageResources, WinogradVariant
-from sim.regions import Buffer, RegionLayout
-from sim.spec import GPUSpec
+from megasim.contract.graph import Geometry, TaskGraph
+from megasim.contract.problem import Layer, Op, Partition, StageResources, WinogradVariant
+from megasim.contract.regions import Buffer, RegionLayout
+from megasim.contract.spec import GPUSpec
 
 
 def toy_gpu(**over) -> GPUSpec:

@@ -3,13 +3,13 @@ import math
 
 import pytest
 
-from sim.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
-from sim.calibrate.metrics import mape, spearman, summarise
-from sim.calibrate.predict import predict_fused, predict_kernel, predict_nonfused
-from sim.calibrate.profile import CalibrationProfile, load_profile, save_profile
-from sim.errors import MegasimError
-from sim.problem import Op, Partition
-from sim.spec import load_gpu
+from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
+from megasim.app.calibrate.metrics import mape, spearman, summarise
+from megasim.app.calibrate.predict import predict_fused, predict_kernel, predict_nonfused
+from megasim.app.calibrate.profile import CalibrationProfile, load_profile, save_profile
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Op, Partition
+from megasim.app.catalog import load_gpu
 
 TRUTH = {"filter_transform": 0.2, "input_transform": 0.25, "gemm": 0.4, "output_transform": 0.3}
 

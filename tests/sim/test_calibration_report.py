@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sim.calibrate.metrics import summarise
-from sim.calibrate.predict import predict_fused
-from sim.calibrate.profile import load_profile, profile_path
-from sim.spec import load_gpu
+from megasim.app.calibrate.metrics import summarise
+from megasim.app.calibrate.predict import predict_fused
+from megasim.app.calibrate.profile import load_profile, profile_path
+from megasim.app.catalog import load_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 # Floors at what each committed profile reaches, below the targets (which follow, for the H200):

@@ -3,12 +3,12 @@ import json
 
 import pytest
 
-from sim.cli import main
-from sim.graph import build_graph
-from sim.mapping import make
-from sim.mapping.io import save_mapping
-from sim.problem import Layer
-from sim.scenarios import partition_for
+from megasim.app.cli import main
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make
+from megasim.contract.mapping.io import save_mapping
+from megasim.contract.problem import Layer
+from megasim.app.catalog import partition_for
 
 SMALL = ["--shape", "2,32,20,20,32"]
 KEYS = {"layer", "gpu", "strategy", "fused_us", "nonfused_us", "speedup", "num_tbs", "infusible",

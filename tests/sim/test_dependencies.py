@@ -2,13 +2,13 @@
 import numpy as np
 import pytest
 
-from sim.engine import Kernel, fused_kernels, run_kernels
-from sim.errors import DeadlockError
-from sim.graph import build_graph
-from sim.mapping import Mapping, make
-from sim.problem import Layer, Op
-from sim.spec import load_gpu
-from sim.trace import spin_us
+from megasim.engine import Kernel, fused_kernels, run_kernels
+from megasim.contract.errors import DeadlockError
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import Mapping, make
+from megasim.contract.problem import Layer, Op
+from megasim.app.catalog import load_gpu
+from megasim.contract.records import spin_us
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from sim.engine import Kernel, run_kernels
-from sim.problem import Op
+from megasim.engine import Kernel, run_kernels
+from megasim.contract.problem import Op
 
 from .conftest import BLOCK, synthetic_graph, toy_gpu
 

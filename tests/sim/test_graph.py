@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from sim.graph import build_graph
-from sim.problem import Layer, Op, Partition, WinogradVariant
-from sim.regions import Buffer
+from megasim.contract.graph import build_graph
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
+from megasim.contract.regions import Buffer
 
 
 def test_resnet2_counts_match_section_5_1():

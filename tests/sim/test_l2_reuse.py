@@ -2,12 +2,12 @@
 import numpy as np
 import pytest
 
-from sim.engine import Kernel, fused_kernels, nonfused_kernels, run_kernels
-from sim.engine.l2 import hit_rate
-from sim.graph import build_graph
-from sim.mapping import make
-from sim.problem import Layer, Op, Partition
-from sim.regions import Buffer
+from megasim.engine import Kernel, fused_kernels, nonfused_kernels, run_kernels
+from megasim.engine.l2 import hit_rate
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make
+from megasim.contract.problem import Layer, Op, Partition
+from megasim.contract.regions import Buffer
 
 from .conftest import BLOCK, synthetic_graph, toy_gpu
 

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim.errors import MegasimError
-from sim.graph import build_graph
-from sim.mapping import MAPPINGS, Mapping, infusible_count, make, validate
-from sim.problem import Layer, Op, Partition, WinogradVariant
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import MAPPINGS, Mapping, infusible_count, make, validate
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 
 layers = st.builds(lambda n, c, h, w, k: Layer(n, c, h, w, k, name="rand"),
                    st.integers(1, 3), st.integers(1, 70), st.integers(1, 30), st.integers(1, 30), st.integers(1, 70))

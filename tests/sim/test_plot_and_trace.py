@@ -5,10 +5,10 @@ import time
 import numpy as np
 import pytest
 
-from sim.perfetto import OP_CNAMES, write_trace
-from sim.plot import plot_timeline, plot_timeline_pair
-from sim.problem import Op
-from sim.trace import TB_RECORD, empty_records
+from megasim.app.perfetto import OP_CNAMES, write_trace
+from megasim.app.plot import plot_timeline, plot_timeline_pair
+from megasim.contract.problem import Op
+from megasim.contract.records import TB_RECORD, empty_records
 
 
 def synthetic(n: int, num_sms: int, slots: int = 2, seed: int = 0) -> np.ndarray:
@@ -95,7 +95,7 @@ def test_plot_handles_tiny_records(tmp_path, n):
 
 
 def test_mix_is_the_exact_mean_number_running_per_bin():
-    from sim.plot import _mean_running
+    from megasim.app.plot import _mean_running
     rec = np.zeros(2, dtype=TB_RECORD)
     rec["ready_us"] = [0.0, 5.0]
     rec["end_us"] = [10.0, 15.0]

@@ -1,10 +1,11 @@
 """Scenario loaders: GPU specs, Table 2 layers, network layer lists."""
 import pytest
 
-from sim.errors import MegasimError
-from sim.problem import Layer
-from sim.scenarios import layer_names, load_layer, load_network, network_names, parse_shape, partition_for
-from sim.spec import GPUSpec, gpu_names, load_gpu
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer
+from megasim.app.catalog import layer_names, load_layer, load_network, network_names, parse_shape, partition_for
+from megasim.contract.spec import GPUSpec
+from megasim.app.catalog import gpu_names, load_gpu
 
 TABLE2 = ["ResNet-1", "ResNet-2", "ResNet-3", "ResNet-4", "YOLOv3-1", "YOLOv3-2", "YOLOv3-3",
           "YOLOv3-4", "YOLOv3-5", "VGG-1", "VGG-2", "VGG-3", "DenseNet"]

@@ -3,16 +3,16 @@ import json
 
 import pytest
 
-from sim.cli import main
-from sim.errors import MegasimError
-from sim.problem import Layer, Partition, WinogradVariant
-from sim.search import objective
-from sim.search.evaluation import analyse
-from sim.search.objective import Problem
-from sim.search.outputs import rows
-from sim.search.runner import SearchConfig, run_search
-from sim.search.space import build_space, parse_overrides, reject_reason
-from sim.spec import load_gpu
+from megasim.app.cli import main
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.app.search import objective
+from megasim.app.search.evaluation import analyse
+from megasim.app.search.objective import Problem
+from megasim.app.search.outputs import rows
+from megasim.app.search.runner import SearchConfig, run_search
+from megasim.app.search.space import build_space, parse_overrides, reject_reason
+from megasim.app.catalog import load_gpu
 
 pytest.importorskip("optuna")
 
@@ -191,7 +191,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
 
 
 def test_cli_validate_top_without_a_gpu_is_one_line(tmp_path, capsys):
-    from sim.search.hardware import require_gpu
+    from megasim.app.search.hardware import require_gpu
     try:
         require_gpu()
         pytest.skip("a GPU is present")
@@ -202,8 +202,8 @@ def test_cli_validate_top_without_a_gpu_is_one_line(tmp_path, capsys):
 
 
 def test_evaluation_cli_rederives_the_figures_from_a_sweep_file(tmp_path, capsys):
-    from sim.search.evaluation import main as evaluation_main
-    from sim.search.hardware_sweep import grid_points
+    from megasim.app.search.evaluation import main as evaluation_main
+    from megasim.app.search.hardware_sweep import grid_points
     part = {"tiles_per_group": 64, "input_channels_per_task": 32, "gemm_mats_per_task": 1,
             "gemm_k_per_task": 128, "output_channels_per_task": 32, "filter_k_per_task": 8, "threads": 256}
     rows_ = [{"layer": "ResNet-2", "partition": part, "point": p, "measured_fused_us": 100.0 + i}
@@ -222,7 +222,7 @@ def test_committed_hardware_sweep_supports_the_search_claims():
     """docs/search.md: the simulator's pick is within 3% of the measured best with <= 5 runs, on 3 layers."""
     from pathlib import Path
 
-    from sim.search.evaluation import analyse, predict, tables
+    from megasim.app.search.evaluation import analyse, predict, tables
     root = Path(__file__).resolve().parents[2] / "docs" / "results"
     sweep = json.loads((root / "search_sweep_h200.json").read_text())
     committed = json.loads((root / "search_sweep_h200_analysis.json").read_text())["layers"]

@@ -5,7 +5,7 @@ simulator can run, behind one registry. Each is a small class with
 `take(block) -> sm or -1` (-1: nothing free, the dispatcher waits) and
 `release(sm)` when a block on `sm` finishes.
 """
-from sim.engine.dispatch.base import DISPATCH_POLICIES, make_policy
-from sim.engine.dispatch import first_free, gpc_interleaved, in_order_round_robin, replay  # noqa: F401
+from megasim.engine.dispatch.base import DISPATCH_POLICIES, make_policy
+from megasim.engine.dispatch import first_free, gpc_interleaved, in_order_round_robin, replay  # noqa: F401
 
 __all__ = ["DISPATCH_POLICIES", "make_policy"]

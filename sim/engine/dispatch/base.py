@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from sim.registry import Registry
+from megasim.contract.registry import Registry
 
 DISPATCH_POLICIES: Registry = Registry("dispatch policy")
 

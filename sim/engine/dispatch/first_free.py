@@ -2,7 +2,7 @@
 pessimistic packing that leaves high SMs idle on small grids."""
 import heapq
 
-from sim.engine.dispatch.base import DISPATCH_POLICIES
+from megasim.engine.dispatch.base import DISPATCH_POLICIES
 
 
 @DISPATCH_POLICIES.register("first_free")

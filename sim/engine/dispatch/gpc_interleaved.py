@@ -4,7 +4,7 @@ round robin across GPCs (smid 124-131, then 0,1,16,17,32,33,...).
 After the first wave a freed slot takes the next block, as in hardware.
 The spec's `sms_per_gpc` and `first_wave_lead_sms` describe the pattern.
 """
-from sim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
+from megasim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
 
 
 def first_wave_order(sm_count: int, sms_per_gpc: int, lead) -> list[int]:

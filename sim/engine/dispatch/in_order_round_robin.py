@@ -1,6 +1,6 @@
 """First wave round robin over SM ids, one slot per SM per round; then the
 first slot to free takes the next block."""
-from sim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
+from megasim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
 
 
 @DISPATCH_POLICIES.register("in_order_round_robin")

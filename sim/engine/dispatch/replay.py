@@ -4,8 +4,8 @@ If that SM has no free slot the dispatcher waits for one, keeping the
 logical order, so a replay reproduces the measured placement exactly and the
 order up to the model's timing.
 """
-from sim.engine.dispatch.base import DISPATCH_POLICIES
-from sim.errors import MegasimError
+from megasim.engine.dispatch.base import DISPATCH_POLICIES
+from megasim.contract.errors import MegasimError
 
 
 @DISPATCH_POLICIES.register("replay")

@@ -1,0 +1,125 @@
+"""`megasim validate`: predict every measured run under a profile and write the report.
+
+Outputs, all reproducible on a CPU from committed data:
+- `docs/results/calibration_predictions_<gpu>.json`: per run, measured and predicted times;
+- `docs/figures/calibration_*_<gpu>.png`: predicted-vs-measured scatter, the measured per-block
+  timeline against the simulated one on the same SMs;
+- `docs/calibration.md`: the figures, MAPE, Spearman within layers, winner calls, regret.
+"""
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from megasim.contract.files import write_then_rename
+from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS, summarise
+from megasim.app.calibrate.predict import graph_of, mapping_of, predict_fused, predict_kernel, predict_nonfused
+from megasim.contract.problem import Op
+from megasim.contract.errors import MegasimError
+
+
+def _predict_one(args):
+    run, spec, with_nonfused = args
+    row = {"layer": run["layer"]["name"], "split": run["split"], "strategy": run["strategy"],
+           "params": run.get("params", {}), "fused_us": run["fused_us"], "nonfused_us": run["nonfused_us"],
+           "pred_fused_us": predict_fused(run, spec)}
+    if with_nonfused:
+        row["pred_nonfused_us"], _ = predict_nonfused(run, spec)
+        row["pred_kernels_us"] = [predict_kernel(run, op, spec) for op in Op]
+    return row
+
+
+def predict_runs(runs: list[dict], spec, jobs: int = 2) -> list[dict]:
+    """One row per run; the non-fused prediction is computed once per layer and shared."""
+    first = {}
+    for i, run in enumerate(runs):
+        first.setdefault((run["layer"]["name"], str(run["partition"])), i)
+    work = [(run, spec, i in first.values()) for i, run in enumerate(runs)]
+    with ProcessPoolExecutor(jobs) as pool:
+        rows = list(pool.map(_predict_one, work, chunksize=2))
+    shared = {(r["layer"], str(runs[i]["partition"])): r for i, r in enumerate(rows) if "pred_nonfused_us" in r}
+    for i, r in enumerate(rows):
+        src = shared[(r["layer"], str(runs[i]["partition"]))]
+        r["pred_nonfused_us"], r["pred_kernels_us"] = src["pred_nonfused_us"], src["pred_kernels_us"]
+        r["nonfused_kernels_us"] = runs[i].get("nonfused_kernels_us")
+    return rows
+
+
+def read_json(path) -> dict:
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise MegasimError(f"{path}: malformed JSON: {exc}") from None
+
+
+def plot_scatter(rows, path, gpu: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 6))
+    for kind, marker, colour in (("fused", "o", "tab:blue"), ("nonfused", "s", "tab:orange")):
+        for split, fill in (("train", True), ("heldout", False)):
+            sel = [r for r in rows if r["split"] == split]
+            if kind == "nonfused":
+                sel = list({r["layer"]: r for r in sel}.values())
+            x = [r[f"{kind}_us"] for r in sel]
+            y = [r[f"pred_{kind}_us"] for r in sel]
+            ax.scatter(x, y, marker=marker, s=28, label=f"{'fused' if kind == 'fused' else 'non-fused'}, {split}",
+                       facecolors=colour if fill else "none", edgecolors=colour, alpha=0.8)
+    lo = min(min(r["fused_us"], r["pred_fused_us"], r["nonfused_us"]) for r in rows) * 0.8
+    hi = max(max(r["fused_us"], r["pred_fused_us"], r["nonfused_us"]) for r in rows) * 1.25
+    line = np.array([lo, hi])
+    ax.plot(line, line, color="black", lw=1)
+    ax.fill_between(line, line * 0.9, line * 1.1, color="grey", alpha=0.15, label="within 10%")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured (us)",
+           ylabel="predicted (us)", title=f"{gpu.upper()}: simulator vs hardware, every measured run")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    with write_then_rename(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+
+
+def simulated_records(run: dict, spec, policy: str):
+    from megasim.engine import fused_kernels, run_kernels
+    graph = graph_of(run)
+    return run_kernels(graph, fused_kernels(graph, mapping_of(run)), spec, policy).records
+
+
+def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: list[dict], figures: dict,
+                 extra_sections: list[str], report_option: str = "") -> None:
+    m = summary["mape"]
+    lines = [f"# Calibration: {gpu.upper()}", "",
+             f"Reproduce on any CPU: `megasim validate --profile {profile_path} "
+             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json{report_option}`. What the model still misses, and why: "
+             "[calibration-analysis.md](calibration-analysis.md).", "",
+             "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
+    for split in ("train", "heldout"):
+        s = m[split]
+        lines.append(f"| {split} | {s['runs']} | {s['fused']:.1%} | {s['nonfused']:.1%} | "
+                     f"{'<= 10% held-out' if split == 'heldout' else ''} |")
+    lines += ["", f"![predicted vs measured]({figures['scatter']})", "",
+              f"## Per layer (Spearman over layers with >= {SPEARMAN_MIN_MAPPINGS} mappings; target >= 0.8)", "",
+              "| layer | mappings | Spearman | simulator's pick | regret of the pick | winner predicted / measured |",
+              "|---|---|---|---|---|---|"]
+    counts = {}
+    for r in rows:
+        counts[r["layer"]] = counts.get(r["layer"], 0) + 1
+    for name in sorted(summary["regret"]):
+        sp = summary["spearman"].get(name)
+        w = summary["winner"][name]
+        pick = ", ".join(f"{k}={v}" for k, v in w["mapping"].items())
+        lines.append(f"| {name} | {counts[name]} | {'-' if sp is None else f'{sp:.2f}'} | {pick} | "
+                     f"{summary['regret'][name]:.1%} | {w['predicted']} / {w['measured']}"
+                     f"{'' if w['right'] else ' (wrong)'} |")
+    right = sum(w["right"] for w in summary["winner"].values())
+    lines += ["", f"Winner called right on {right} of {len(summary['winner'])} layers.", ""]
+    lines += extra_sections
+    with write_then_rename(path) as tmp:
+        tmp.write_text("\n".join(lines) + "\n")

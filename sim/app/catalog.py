@@ -1,0 +1,161 @@
+"""Layers and networks as data: `scenarios/layers/*.toml`, `scenarios/networks/*.toml`.
+
+A layer file is one 3x3 stride-1 convolution (paper Table 2): `name`, `n`,
+`c`, `h`, `w`, `k` and a `source`. A network file lists the 3x3 stride-1
+convolutions of one CNN as `[[layers]]` entries, each a shape and how many
+times it occurs, so network totals (paper Fig. 11) are a weighted sum over
+distinct shapes. Names are matched case-insensitively; a shape can also be
+given inline as "N,C,H,W,K". Every bad input is one MegasimError that names
+the file or the string at fault.
+"""
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Layer, Partition
+from megasim.contract.files import read_toml
+from megasim.contract.spec import GPUSpec, gpu_from_dict
+
+SCENARIOS = Path(str(files("megasim.scenarios")))
+
+_SHAPE = ("n", "c", "h", "w", "k")
+
+
+def _layer_from(data: dict, name: str, origin: str) -> Layer:
+    missing = [f for f in _SHAPE if f not in data]
+    if missing:
+        raise MegasimError(f"{origin}: missing field(s) {missing}")
+    for f in _SHAPE:
+        v = data[f]
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise MegasimError(f"{origin}: {f} must be a positive integer, got {v!r}")
+    return Layer(**{f: data[f] for f in _SHAPE}, name=name)
+
+
+def _names(folder: Path) -> dict[str, Path]:
+    return {p.stem.lower(): p for p in sorted(folder.glob("*.toml"))}
+
+
+def _find(kind: str, folder: Path, name: str) -> Path:
+    paths = _names(folder)
+    path = paths.get(name.lower())
+    if path is None:
+        raise MegasimError(f"unknown {kind} {name!r}; known: {', '.join(paths)}")
+    return path
+
+
+def layer_names(root: Path = SCENARIOS) -> list[str]:
+    return list(_names(root / "layers"))
+
+
+def load_layer(name: str, root: Path = SCENARIOS) -> Layer:
+    """The Table 2 layer `name` (any case), e.g. "ResNet-1" or "vgg-3"."""
+    path = _find("layer", root / "layers", name)
+    data = read_toml(path)
+    label = data.get("name", path.stem)
+    if not isinstance(label, str):
+        raise MegasimError(f"{path}: name must be a string, got {label!r}")
+    return _layer_from(data, label, str(path))
+
+
+def parse_shape(text: str) -> Layer:
+    """"N,C,H,W,K" -> Layer, e.g. "64,64,56,56,64" (ResNet-1)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 5:
+        raise MegasimError(f"shape {text!r}: expected N,C,H,W,K (five integers)")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise MegasimError(f"shape {text!r}: expected N,C,H,W,K (five integers)") from None
+    if any(v <= 0 for v in values):
+        raise MegasimError(f"shape {text!r}: every dimension must be positive")
+    return Layer(*values, name=f"{values[0]}x{values[1]}x{values[2]}x{values[3]}->{values[4]}")
+
+
+def resolve_layer(name: str | None, shape: str | None, default: str = "ResNet-2") -> Layer:
+    """The CLI's `--layer NAME` or `--shape N,C,H,W,K` (not both); `default` when neither is given."""
+    if name and shape:
+        raise MegasimError("give --layer or --shape, not both")
+    return parse_shape(shape) if shape else load_layer(name or default)
+
+
+def network_names(root: Path = SCENARIOS) -> list[str]:
+    return list(_names(root / "networks"))
+
+
+def load_network(name: str, root: Path = SCENARIOS) -> list[tuple[Layer, int]]:
+    """The 3x3 stride-1 convolutions of network `name`, as (layer, occurrences)."""
+    path = _find("network", root / "networks", name)
+    data = read_toml(path)
+    origin = str(path)
+    entries = data.get("layers")
+    if not isinstance(entries, list) or not entries:
+        raise MegasimError(f"{origin}: needs at least one [[layers]] entry")
+    n = data.get("n")
+    net = data.get("name", path.stem)
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{origin}: layers[{i}]"
+        if not isinstance(entry, dict):
+            raise MegasimError(f"{where}: expected a table")
+        count = entry.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+            raise MegasimError(f"{where}: count must be a positive integer, got {count!r}")
+        shape = dict(entry) if n is None else {"n": n, **entry}
+        out.append((_layer_from(shape, f"{net}/{entry.get('name', i)}", where), count))
+    return out
+
+
+def partition_for(layer: Layer, gpu: str = "h200", overrides: str | None = None,
+                  root: Path = SCENARIOS) -> Partition:
+    """The partition the kernels use for `layer` on `gpu` (scenarios/partitions/<gpu>.toml).
+
+    A GPU without a table gets `Partition()`'s defaults; a table holding only
+    `same_as = "<gpu>"` is that GPU's. `overrides` is the CLI's "name=int,..."
+    and applies on top.
+    """
+    path = root / "partitions" / f"{gpu.lower()}.toml"
+    fields = Partition().to_dict()
+    if path.exists():
+        data = read_toml(path)
+        if "same_as" in data:
+            path = root / "partitions" / f"{str(data['same_as']).lower()}.toml"
+            data = read_toml(path)
+        fields.update(data.get("default_small_k" if layer.k < 64 else "default", {}))
+        fields.update(data.get("layers", {}).get(layer.name, {}))
+    part = _partition(fields, str(path))
+    return apply_overrides(part, overrides) if overrides else part
+
+
+def _partition(fields: dict, origin: str) -> Partition:
+    try:
+        return Partition.from_dict(fields)
+    except TypeError as exc:
+        raise MegasimError(f"{origin}: {exc}") from None
+
+
+def apply_overrides(part: Partition, text: str) -> Partition:
+    """`--partition tiles_per_group=64,gemm_k_per_task=32` on top of `part`."""
+    fields = part.to_dict()
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise MegasimError(f"--partition wants name=integer pairs separated by commas, got {item!r}")
+        fields[key.strip()] = int(value)
+    return _partition(fields, "--partition")
+
+
+def gpu_names(root: Path = SCENARIOS) -> list[str]:
+    return sorted(p.stem for p in (root / "gpus").glob("*.toml"))
+
+
+def load_gpu(name: str, root: Path = SCENARIOS) -> GPUSpec:
+    """Load scenarios/gpus/<name>.toml (case-insensitive name) or a path to a TOML file."""
+    path = Path(name)
+    if path.suffix != ".toml":
+        path = root / "gpus" / f"{name.lower()}.toml"
+        if not path.exists():
+            raise MegasimError(f"unknown GPU {name!r}; known: {', '.join(gpu_names(root))}")
+    return gpu_from_dict(read_toml(path), path.stem, str(path))

@@ -1,0 +1,213 @@
+"""`megasim`: parse, load the scenario, call one function, print. Bad input is one line and exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from megasim.contract.errors import MegasimError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise MegasimError(message)
+
+
+def _layer(args):
+    from megasim.app.catalog import resolve_layer
+    return resolve_layer(args.layer, args.shape)
+
+
+def _problem_args(p):
+    p.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
+    p.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
+    p.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    p.add_argument("--partition", help="overrides on the GPU's partition table (scenarios/partitions), "
+                                      "e.g. tiles_per_group=64,gemm_k_per_task=32")
+    p.add_argument("--strategy", default="paper", help="mapping strategy (megasim mappings lists them)")
+    p.add_argument("--dig", type=int, help="paper: D_IG, input->GEMM distance in blocks")
+    p.add_argument("--dgo", type=int, help="paper: D_GO, GEMM->output distance in blocks")
+    p.add_argument("--m", type=int, help="paper: M, task groups sharing one filter matrix")
+    p.add_argument("--seed", type=int, help="random_topo: seed")
+    p.add_argument("--mapping", help="a mapping JSON file (from megasim search); overrides --strategy")
+
+
+def _params(args) -> dict:
+    return {k: getattr(args, k) for k in ("dig", "dgo", "m", "seed") if getattr(args, k) is not None}
+
+
+def cmd_simulate(args) -> int:
+    from megasim.app.calibrate.profile import gpu_for_simulation
+    from megasim.contract.problem import WinogradVariant
+    from megasim.app.report import print_simulation
+    from megasim.engine.simulate import prepare, simulate
+    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
+    if layer is None:
+        from megasim.contract.mapping.io import problem_of, read_mapping_file
+        layer, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
+    else:
+        from megasim.app.catalog import partition_for
+        variant, partition = WinogradVariant(args.variant), partition_for(layer, gpu.name, args.partition)
+    graph, mapping = prepare(layer, variant, partition, args.strategy, _params(args), args.mapping)
+    replay_sms = None
+    if args.policy == "replay":
+        if not args.replay_trace:
+            raise MegasimError("--policy replay needs --replay-trace (a measured trace JSON)")
+        from megasim.contract.records import load_trace
+        replay_sms = load_trace(args.replay_trace)["sm"].tolist()
+    result = simulate(graph, mapping, gpu, args.policy, replay_sms)
+    if args.trace:
+        from megasim.app.perfetto import write_trace
+        write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
+    if args.plot:
+        from megasim.app.plot import plot_timeline
+        plot_timeline(result.fused.records, args.plot,
+                      title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
+                      num_sms=gpu.sm_count, utilisation=result.fused.utilisation(gpu))
+    if args.json:
+        print(json.dumps({**result.to_json(), "model": model_note}))
+    else:
+        print_simulation(graph, gpu, result)
+        print(model_note)
+    return 0
+
+
+def cmd_layers(args) -> int:
+    from megasim.app.catalog import layer_names, load_layer, network_names
+    for name in layer_names():
+        layer = load_layer(name)
+        print(f"{layer.name:10s} {layer.shape()}")
+    print("networks: " + ", ".join(network_names()))
+    return 0
+
+
+def cmd_gpus(args) -> int:
+    from megasim.app.catalog import gpu_names, load_gpu
+    for name in gpu_names():
+        g = load_gpu(name)
+        print(f"{name:6s} {g.full_name:28s} {g.sm_count:4d} SMs  {g.peak_fp32_tflops:5.1f} TFLOP/s FP32  "
+              f"{g.dram_gbps / 1000:4.2f} TB/s  L2 {g.l2_bytes / 2**20:.0f} MiB")
+    return 0
+
+
+def cmd_mappings(args) -> int:
+    from megasim.engine.dispatch import DISPATCH_POLICIES
+    from megasim.contract.mapping import MAPPINGS
+    print("strategies: " + ", ".join(MAPPINGS.names()))
+    print("dispatch policies: " + ", ".join(DISPATCH_POLICIES.names()))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from megasim.app.calibrate.run import fit_profile
+    from megasim.app.catalog import load_gpu
+    if not args.from_raw:
+        from megasim.gpu.microbench import calibrate_measure
+        calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
+    fit_profile(args.gpu, args.raw, args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from megasim.app.calibrate.run import validate
+    validate(args.profile, args.measurements, args.out, args.jobs, report=args.report)
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from megasim.app.bench import bench_main
+    return bench_main(args) or 0
+
+
+def cmd_search(args) -> int:
+    from megasim.app.search.command import search_main
+    return search_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from megasim.app.catalog import SCENARIOS
+    parser = _Parser(prog="megasim", description=__doc__)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
+    _problem_args(sim)
+    sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
+    sim.add_argument("--policy", default="in_order_round_robin", help="block dispatch policy")
+    sim.add_argument("--replay-trace", help="with --policy replay: a measured trace whose SM placement to reuse")
+    sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
+    sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
+    sim.add_argument("--uncalibrated", action="store_true",
+                     help="use the datasheet spec even where a calibrated profile exists")
+    sim.set_defaults(func=cmd_simulate)
+    sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
+    sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
+    sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
+    cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
+    cal.add_argument("--gpu", default="h200")
+    cal.add_argument("--out", default=None, help="profile TOML (default scenarios/calibrations/<gpu>.toml)")
+    cal.add_argument("--raw", default=str(SCENARIOS / "calibrations" / "raw"), help="where raw measurements go")
+    cal.add_argument("--reps", type=int, default=20)
+    cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
+    cal.set_defaults(func=cmd_calibrate)
+    val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
+    val.add_argument("--profile", required=True)
+    val.add_argument("--measurements", required=True)
+    val.add_argument("--out", default="docs", help="folder for figures/ and results/")
+    val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
+    val.add_argument("--jobs", type=int, default=2)
+    val.set_defaults(func=cmd_validate)
+    bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
+    _problem_args(bench)
+    bench.add_argument("--reps", type=int, default=20)
+    bench.add_argument("--out", help="write the results JSON here")
+    bench.add_argument("--json", action="store_true")
+    bench.set_defaults(func=cmd_bench)
+    srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
+    srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
+    srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
+    srch.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition)")
+    srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")
+    srch.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
+    srch.add_argument("--strategy", default="paper", help="mapping strategy whose options are searched")
+    srch.add_argument("--method", default="tpe", help="grid, random or tpe")
+    srch.add_argument("--space", action="append", metavar="NAME=V1,V2,...",
+                      help="replace one parameter's values (repeatable), e.g. --space m=1,2,4")
+    srch.add_argument("--budget", type=int, help="finished evaluations in the study (default 200; grid: its size)")
+    srch.add_argument("--jobs", type=int, default=2, help="local worker processes")
+    srch.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (instead of --jobs)")
+    srch.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db); reruns resume")
+    srch.add_argument("--out", help="output folder (default search-results/LAYER-GPU)")
+    srch.add_argument("--seed", type=int, default=0, help="sampler seed")
+    srch.add_argument("--validate-top", type=int, help="measure the K best and the paper default on this GPU")
+    srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
+    srch.add_argument("--quiet", action="store_true", help="no progress bar")
+    srch.set_defaults(func=cmd_search)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        if getattr(args, "command", None) == "calibrate" and args.out is None:
+            from megasim.app.calibrate.profile import profile_path
+            args.out = str(profile_path(args.gpu))
+        return args.func(args)
+    except MegasimError as exc:
+        print(f"megasim: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"megasim: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""What one evaluation does: build (or reuse) the graph, make the mapping, simulate the megakernel.
+
+The objective is the fused time alone (`run_kernels` over `fused_kernels`);
+the four non-fused kernels depend only on the partition, so they are
+simulated once per partition by `nonfused_us` and reported beside it.
+Both functions are plain module-level functions of picklable arguments, so a
+process pool and a Dask worker run them alike. A worker keeps the last few
+graphs: points that share a partition share the graph.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import infusible_count, make, validate
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.spec import GPUSpec
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Everything an evaluation needs besides the point: picklable, sent with every task."""
+
+    layer: Layer
+    variant: WinogradVariant
+    gpu: GPUSpec
+    strategy: str = "paper"
+    policy: str = "in_order_round_robin"
+
+
+@lru_cache(maxsize=8)
+def _graph(layer: Layer, variant: WinogradVariant, partition: Partition):
+    return build_graph(layer, variant, partition)
+
+
+def fused(problem: Problem, partition: Partition, options: dict) -> dict:
+    """Simulate the megakernel for one point; the numbers a table row needs."""
+    t0 = time.perf_counter()
+    graph = _graph(problem.layer, problem.variant, partition)
+    mapping = make(graph, problem.strategy, **options)
+    validate(graph, mapping)
+    raw = run_kernels(graph, fused_kernels(graph, mapping), problem.gpu, problem.policy)
+    bps = problem.gpu.blocks_per_sm(partition.fused_resources())
+    return {"fused_us": problem.gpu.cycles_to_us(raw.total_cycles),
+            "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
+            "num_tbs": graph.num_tasks, "blocks_per_sm": bps,
+            "sim_seconds": time.perf_counter() - t0}
+
+
+def nonfused_us(problem: Problem, partition: Partition) -> float:
+    """The four non-fused kernels of this partition, launch gaps included."""
+    graph = _graph(problem.layer, problem.variant, partition)
+    raw = run_kernels(graph, nonfused_kernels(graph), problem.gpu, problem.policy)
+    return problem.gpu.cycles_to_us(raw.total_cycles)

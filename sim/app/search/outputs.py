@@ -1,0 +1,95 @@
+"""What a search leaves in --out: the ranked table (CSV and JSON) and best.json.
+
+Rows are ranked by predicted fused time; rejected and failed points follow,
+with their reasons. `best.json` is a schema-1 mapping file
+(`sim.mapping.io.save_mapping`), so `megasim simulate --mapping best.json`
+reproduces the prediction; `bench_command` is the `megasim bench` line that
+builds the same partition on a GPU.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from megasim.contract.files import write_then_rename
+from megasim.contract.graph import build_graph
+from megasim.contract.mapping import make, validate
+from megasim.contract.mapping.io import save_mapping
+from megasim.app.search.runner import SearchResult, partition_key
+
+STATUS = {"COMPLETE": "ok", "PRUNED": "rejected", "FAIL": "failed"}
+NUMBERS = ("fused_us", "nonfused_us", "speedup_vs_nonfused", "vs_paper_default", "infusible", "num_tbs",
+           "blocks_per_sm", "sim_seconds")
+
+
+def rows(result: SearchResult, space) -> list[dict]:
+    """One dict per finished evaluation, ranked (rank 1 is the best prediction)."""
+    ref = (result.reference or {}).get("fused_us")
+    out = []
+    for t in result.trials:
+        point = space.complete(t.params)
+        row = {"trial": t.number, "status": STATUS[t.state.name], **point}
+        if t.state.name == "COMPLETE":
+            part, _ = space.split(t.params)
+            nf = result.nonfused.get(partition_key(part))
+            row.update({k: t.user_attrs.get(k) for k in ("infusible", "num_tbs", "blocks_per_sm", "sim_seconds")})
+            row.update(fused_us=t.value, nonfused_us=nf, speedup_vs_nonfused=nf / t.value if nf else None,
+                       vs_paper_default=ref / t.value if ref else None)
+        row["cached"] = bool(t.user_attrs.get("cached", False))
+        row["reason"] = t.user_attrs.get("rejected") or t.user_attrs.get("error") or ""
+        out.append(row)
+    ok = sorted((r for r in out if r["status"] == "ok"), key=lambda r: (r["fused_us"], r["trial"]))
+    rest = sorted((r for r in out if r["status"] != "ok"), key=lambda r: r["trial"])
+    for i, r in enumerate(ok, 1):
+        r["rank"] = i
+    return [{"rank": r.get("rank"), **{k: v for k, v in r.items() if k != "rank"}} for r in ok + rest]
+
+
+def distinct_best(table: list[dict], space, k: int) -> list[dict]:
+    """The k best rows with distinct points (TPE may evaluate a point twice; the table keeps both)."""
+    seen, out = set(), []
+    names = [p.name for p in space.params]
+    for r in table:
+        if r["status"] != "ok":
+            continue
+        key = tuple(r[n] for n in names)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+        if len(out) == k:
+            break
+    return out
+
+
+def bench_command(mapping_path) -> str:
+    """The mapping file carries its layer, variant and partition, so bench needs nothing else."""
+    return f"megasim bench --mapping {mapping_path}"
+
+
+def write_table(table: list[dict], header: dict, out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path = out / "evaluations.csv", out / "evaluations.json"
+    columns = list(dict.fromkeys(k for r in table for k in r))
+    with write_then_rename(csv_path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns)
+        w.writeheader()
+        for r in table:
+            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
+    with write_then_rename(json_path) as tmp:
+        tmp.write_text(json.dumps({**header, "evaluations": table}, indent=1))
+    return csv_path, json_path
+
+
+def write_best(problem, space, best_row: dict, out: Path, header: dict) -> Path:
+    """best.json: the best point's mapping, for `megasim simulate --mapping` and `megasim bench --mapping`."""
+    point = {p.name: best_row[p.name] for p in space.params}
+    part, opts = space.split(point)
+    graph = build_graph(problem.layer, problem.variant, part)
+    mapping = make(graph, space.strategy, **opts)
+    validate(graph, mapping)
+    path = out / "best.json"
+    extra = {"search": {"predicted_fused_us": best_row["fused_us"], "gpu": problem.gpu.name,
+                        "study": header.get("study"), "model": header.get("model"),
+                        "bench_command": bench_command(path)}}
+    return save_mapping(path, graph, mapping, extra)

@@ -1,0 +1,209 @@
+"""The search space: a finite, ordered list of values per parameter, and what makes a point legal.
+
+A parameter is either an option of the mapping strategy (`dig`, `dgo`, `m`
+for `paper`; `seed` for `random_topo`) or a `Partition` field. Parameters
+with one value are fixed and never shown to the sampler. Every sampler
+draws from the same lists, so grid, random and TPE search one space and a
+heatmap cell is always a declared value.
+
+Legality is checked from arithmetic alone (no graph is built): the partition
+must be constructible, its megakernel block must fit on an SM of the chosen
+GPU, and the CUDA kernels must be able to build it (the GEMM task tiles onto
+the threads, its shared-memory ring fits the 48 KiB static limit; the rules
+are asked of `gpu.backend.config_header`, not copied). Points that would
+only pad are rejected too: a task group of twice the layer's tiles or more,
+a GEMM block of twice K or more, more Winograd points per GEMM task than
+alpha^2, and M above the number of task groups (a duplicate of M = N_G).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, fields
+from functools import lru_cache
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import Geometry
+from megasim.contract.mapping import MAPPINGS
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+
+PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
+
+# Values searched unless --space says otherwise; the base (default) value is always added.
+DEFAULT_VALUES = {
+    "dig": (0, 64, 128, 256, 512, 1024, 2048),
+    "dgo": (0, 64, 128, 256, 512, 1024, 2048),
+    "m": (1, 2, 4, 8),
+    "seed": (0, 1, 2, 3, 4, 5, 6, 7),
+    "tiles_per_group": (32, 64, 128),
+    "gemm_k_per_task": (32, 64, 128),
+    "gemm_mats_per_task": (1, 2, 4),
+    "threads": (128, 256),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    values: tuple
+    kind: str  # "mapping" or "partition"
+
+
+@dataclass(frozen=True)
+class Space:
+    """Declared values per parameter, the strategy they feed and the partition they start from."""
+
+    strategy: str
+    params: tuple[Param, ...]
+    base_partition: Partition
+    default_mapping: tuple  # ((name, value), ...): the strategy's own defaults
+
+    @property
+    def searched(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if len(p.values) > 1)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for p in self.params:
+            n *= len(p.values)
+        return n
+
+    def grid(self) -> dict:
+        """The searched parameters' value lists (what Optuna's GridSampler takes)."""
+        return {p.name: list(p.values) for p in self.searched}
+
+    def complete(self, point: dict) -> dict:
+        """A sampled point plus the fixed parameters."""
+        return {**{p.name: p.values[0] for p in self.params if len(p.values) == 1}, **point}
+
+    def split(self, point: dict) -> tuple[Partition, dict]:
+        """(partition, mapping options) of a point; may raise MegasimError."""
+        point = self.complete(point)
+        part = {**self.base_partition.to_dict(), **{k: v for k, v in point.items() if k in PARTITION_FIELDS}}
+        return Partition(**part), {k: v for k, v in point.items() if k not in PARTITION_FIELDS}
+
+    def default_point(self) -> dict:
+        """The paper's defaults on the base partition, as searched parameters."""
+        d = {**self.base_partition.to_dict(), **dict(self.default_mapping)}
+        return {p.name: d[p.name] for p in self.searched}
+
+    def contains(self, point: dict) -> bool:
+        return all(point.get(p.name) in p.values for p in self.searched)
+
+    def key(self) -> str:
+        """A short hash of everything that decides which points exist."""
+        doc = {"strategy": self.strategy, "base": self.base_partition.to_dict(),
+               "params": {p.name: list(p.values) for p in self.params}}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:10]
+
+    def describe(self) -> dict:
+        return {"strategy": self.strategy, "base_partition": self.base_partition.to_dict(),
+                "params": {p.name: list(p.values) for p in self.params}, "size": self.size, "key": self.key()}
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
+    """`--space name=v1,v2,...` (repeatable) -> {name: values}."""
+    out: dict[str, tuple] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise MegasimError(f"--space wants name=v1,v2,..., got {item!r}")
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not values:
+            raise MegasimError(f"--space {name}: empty list of values")
+        try:
+            ints = tuple(int(v) for v in values)
+        except ValueError:
+            raise MegasimError(f"--space {name}: values must be integers, got {text!r}") from None
+        if len(set(ints)) != len(ints):
+            raise MegasimError(f"--space {name}: repeated values in {text!r}")
+        out[name] = ints
+    return out
+
+
+def build_space(strategy: str, base_partition: Partition, overrides: dict[str, tuple] | None = None) -> Space:
+    """The default space for a strategy, with `overrides` replacing whole value lists."""
+    strat = MAPPINGS.get(strategy)
+    defaults = {f.name: f.default for f in fields(strat.options)}
+    known = list(defaults) + list(PARTITION_FIELDS)
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(known))
+    if unknown:
+        raise MegasimError(f"unknown search parameter(s) {unknown} for strategy {strategy!r}; "
+                           f"known: {', '.join(known)}")
+    base = base_partition.to_dict()
+    params = []
+    for name in known:
+        kind = "partition" if name in PARTITION_FIELDS else "mapping"
+        start = defaults[name] if kind == "mapping" else base[name]
+        if name in overrides:
+            values = tuple(overrides[name])
+        else:
+            values = tuple(sorted(set(DEFAULT_VALUES.get(name, ())) | {start}))
+        params.append(Param(name, values, kind))
+    return Space(strategy, tuple(params), base_partition, tuple(defaults.items()))
+
+
+@lru_cache(maxsize=4096)
+def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition) -> str | None:
+    """Why the CUDA kernels refuse to build this partition, or None.
+
+    Asked of `gpu.backend.config_header`, the function that writes a build's
+    configuration and refuses what the kernels cannot run (GEMM tiling onto
+    the threads, the 48 KiB static shared-memory ring), so the rules are not
+    copied here. Pure Python; no CuPy needed.
+    """
+    from megasim.gpu.backend import KernelConfig, config_header
+    try:
+        config_header(KernelConfig(layer=layer, variant=variant, partition=part))
+    except MegasimError as exc:
+        return "kernels cannot build it: " + re.sub(r"^partition Partition\(.*?\): ", "", str(exc))
+    return None
+
+
+def reject_reason(space: Space, point: dict, layer: Layer, variant: WinogradVariant, gpu) -> str | None:
+    """Why `point` is illegal for this layer and GPU, or None if it may be simulated."""
+    try:
+        part, opts = space.split(point)
+    except MegasimError as exc:
+        return str(exc)
+    geo = Geometry.of(layer, variant, part)
+    if part.tiles_per_group >= 2 * geo.num_tiles:
+        return f"tiles_per_group={part.tiles_per_group} is over twice the layer's {geo.num_tiles} tiles"
+    if part.gemm_k_per_task >= 2 * layer.k:
+        return f"gemm_k_per_task={part.gemm_k_per_task} is over twice K={layer.k}"
+    if part.gemm_mats_per_task > variant.alpha ** 2:
+        return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
+    try:
+        gpu.blocks_per_sm(part.fused_resources())
+    except MegasimError as exc:
+        return f"megakernel block does not fit on {gpu.name}: {exc}"
+    why = _kernel_reason(layer, variant, part)
+    if why:
+        return why
+    if "m" in opts and opts["m"] > geo.n_g:
+        return f"m={opts['m']} exceeds the N_G={geo.n_g} task groups"
+    try:
+        MAPPINGS.get(space.strategy).make_options(opts)
+    except (MegasimError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
+def legal_points(space: Space, layer, variant, gpu, limit: int = 100_000) -> tuple[int, str | None]:
+    """(legal points, one rejection reason) by enumeration; stops at the first legal one past `limit`."""
+    import itertools
+    names = [p.name for p in space.searched]
+    count, example = 0, None
+    for i, combo in enumerate(itertools.product(*(p.values for p in space.searched))):
+        why = reject_reason(space, dict(zip(names, combo)), layer, variant, gpu)
+        if why is None:
+            count += 1
+            if i >= limit:
+                break
+        elif example is None:
+            example = why
+    return count, example

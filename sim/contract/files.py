@@ -1,0 +1,44 @@
+"""File helpers every layer uses: TOML reading with one-line errors, and write-then-rename.
+
+Write-then-rename means an interrupted or failed write leaves nothing half-written.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from megasim.contract.errors import MegasimError
+
+
+@contextmanager
+def write_then_rename(path):
+    """Yield a temporary path beside `path`; on success rename it over `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_toml(path: Path) -> dict:
+    """A TOML file as a dict; a bad or unreadable file is one MegasimError naming it."""
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise MegasimError(f"{path}: malformed TOML: {exc}") from None
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+

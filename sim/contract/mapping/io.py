@@ -1,0 +1,72 @@
+"""Mapping files: the JSON that `search` writes and `simulate`/`bench` read.
+
+A mapping is only meaningful for the graph it permutes, so the file carries
+the layer, variant and partition it was made for, and loading refuses any
+other graph, listing the fields that differ.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from megasim.contract.files import write_then_rename
+from megasim.contract.errors import MegasimError
+from megasim.contract.mapping.base import Mapping, validate
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+
+SCHEMA = 1
+
+
+def describe(graph) -> dict:
+    layer = graph.layer
+    return {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
+            "variant": graph.variant.m, "partition": graph.partition.to_dict()}
+
+
+def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None) -> Path:
+    doc = {"schema": SCHEMA, **describe(graph), "strategy": mapping.strategy, "params": mapping.params,
+           **(extra or {}), "order": [int(t) for t in mapping.order]}
+    with write_then_rename(path) as tmp:
+        tmp.write_text(json.dumps(doc))
+    return Path(path)
+
+
+def read_mapping_file(path) -> dict:
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise MegasimError(f"{path}: malformed mapping JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("order"), list):
+        raise MegasimError(f"{path}: not a schema-{SCHEMA} mapping file (needs schema, layer, variant, partition, order)")
+    return doc
+
+
+def problem_of(doc: dict, origin: str) -> tuple[Layer, WinogradVariant, Partition]:
+    try:
+        layer = Layer(**doc["layer"])
+        return layer, WinogradVariant(doc["variant"]), Partition.from_dict(doc["partition"])
+    except (KeyError, TypeError) as exc:
+        raise MegasimError(f"{origin}: mapping file lacks a valid layer/variant/partition ({exc})") from None
+
+
+def load_mapping(path, graph) -> Mapping:
+    """Read a mapping file made for `graph`; refuse one made for another graph."""
+    doc = read_mapping_file(path)
+    mine, theirs = describe(graph), {k: doc.get(k) for k in ("layer", "variant", "partition")}
+    diff = [k for k in ("variant", "partition") if mine[k] != theirs[k]]
+    if isinstance(theirs["layer"], dict):
+        diff += [f"layer.{f}" for f in "nchwk" if mine["layer"][f] != theirs["layer"].get(f)]
+    if diff:
+        raise MegasimError(f"{path}: mapping was made for another graph; differs in {', '.join(diff)}")
+    try:
+        order = np.asarray(doc["order"], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise MegasimError(f"{path}: order must be a list of integer task ids") from None
+    mapping = Mapping(order=order, strategy=str(doc.get("strategy", "file")), params=doc.get("params") or {})
+    validate(graph, mapping)
+    return mapping

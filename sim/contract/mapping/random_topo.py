@@ -1,0 +1,51 @@
+"""A random topological order: the baseline any schedule should beat.
+
+Kahn's algorithm over the counters, drawing the next task uniformly among the
+ready ones with a seeded generator (one per call, never shared).
+"""
+from dataclasses import dataclass
+import heapq
+
+import numpy as np
+
+from megasim.contract.graph import NO_COUNTER
+from megasim.contract.mapping.base import strategy
+
+
+@dataclass(frozen=True)
+class RandomTopoOptions:
+    seed: int = 0
+
+
+@strategy("random_topo", RandomTopoOptions)
+def random_topo(graph, opts):
+    rng = np.random.default_rng(opts.seed)
+    key = rng.random(graph.num_tasks).tolist()
+    remaining = graph.counter_init.astype(np.int64).tolist()
+    waits = graph.waits_on.tolist()
+    signals = graph.signals.tolist()
+    waiters: dict[int, list[int]] = {}
+    blocked = [0] * graph.num_tasks
+    ready = []
+    for t, w in enumerate(waits):
+        for c in w:
+            if c != NO_COUNTER:
+                waiters.setdefault(c, []).append(t)
+                blocked[t] += 1
+        if blocked[t] == 0:
+            ready.append((key[t], t))
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, t = heapq.heappop(ready)
+        order.append(t)
+        c = signals[t]
+        if c == NO_COUNTER:
+            continue
+        remaining[c] -= 1
+        if remaining[c] == 0:
+            for child in waiters.get(c, ()):
+                blocked[child] -= 1
+                if blocked[child] == 0:
+                    heapq.heappush(ready, (key[child], child))
+    return np.array(order, dtype=np.int64)

@@ -1,0 +1,166 @@
+"""What is being convolved and how it is cut into thread-block tasks.
+
+`Layer` is the convolution (3x3, stride 1, pad 1, so the output is H x W).
+`WinogradVariant` picks F(m x m, 3 x 3). `Partition` holds every knob that
+decides how the work splits into thread blocks; both executors compile these
+numbers in, so a kernel built for one partition refuses a graph of another.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from enum import IntEnum
+
+from megasim.contract.errors import MegasimError
+
+FLOAT_BYTES = 4
+
+
+class Op(IntEnum):
+    """Task types; the values are the opcodes the megakernel switches on."""
+
+    FILTER_TRANSFORM = 0
+    INPUT_TRANSFORM = 1
+    GEMM = 2
+    OUTPUT_TRANSFORM = 3
+
+
+OP_NAMES = {Op.FILTER_TRANSFORM: "filter", Op.INPUT_TRANSFORM: "input",
+            Op.GEMM: "gemm", Op.OUTPUT_TRANSFORM: "output"}
+
+
+def _positive(owner: str, **values: int) -> None:
+    for name, v in values.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise MegasimError(f"{owner}: {name} must be a positive integer, got {v!r}")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A 3x3, stride-1, pad-1 convolution: N images of C x H x W in, K channels out."""
+
+    n: int = field(metadata={"help": "batch size"})
+    c: int = field(metadata={"help": "input channels"})
+    h: int = field(metadata={"help": "input (= output) height"})
+    w: int = field(metadata={"help": "input (= output) width"})
+    k: int = field(metadata={"help": "output channels"})
+    name: str = "custom"
+
+    def __post_init__(self):
+        _positive(f"layer {self.name}", n=self.n, c=self.c, h=self.h, w=self.w, k=self.k)
+
+    @property
+    def direct_flops(self) -> int:
+        """FLOPs of the direct convolution: the yardstick for 'effective' rates."""
+        return 2 * self.n * self.k * self.h * self.w * self.c * 9
+
+    def shape(self) -> str:
+        return f"N={self.n} C={self.c} H={self.h} W={self.w} K={self.k}"
+
+
+@dataclass(frozen=True)
+class WinogradVariant:
+    """F(m x m, 3 x 3): alpha = m + 2 points per dimension."""
+
+    m: int = 4
+
+    def __post_init__(self):
+        if self.m not in (2, 4, 6):
+            raise MegasimError(f"Winograd variant m={self.m} is not supported; choose 2, 4 or 6")
+
+    @property
+    def alpha(self) -> int:
+        return self.m + 2
+
+    def tiles(self, layer: Layer) -> tuple[int, int]:
+        """Tile rows and columns; ragged edge tiles are padded, not dropped."""
+        return -(-layer.h // self.m), -(-layer.w // self.m)
+
+
+@dataclass(frozen=True)
+class StageResources:
+    """What one thread block of a stage holds on its SM; decides occupancy."""
+
+    threads: int = field(metadata={"help": "threads per block"})
+    regs_per_thread: int = field(metadata={"help": "registers per thread"})
+    smem_bytes: int = field(default=0, metadata={"help": "static shared memory per block"})
+
+    def __post_init__(self):
+        _positive("stage resources", threads=self.threads, regs_per_thread=self.regs_per_thread)
+        if self.threads % 32 or self.threads > 1024:
+            raise MegasimError(f"threads per block must be a multiple of 32 up to 1024, got {self.threads}")
+        if self.smem_bytes < 0:
+            raise MegasimError(f"smem_bytes must be >= 0, got {self.smem_bytes}")
+
+    @staticmethod
+    def union(stages) -> StageResources:
+        """A megakernel launches one block shape: the maximum over its stages."""
+        stages = list(stages)
+        return StageResources(threads=max(s.threads for s in stages),
+                              regs_per_thread=max(s.regs_per_thread for s in stages),
+                              smem_bytes=max(s.smem_bytes for s in stages))
+
+
+GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gpu/kernels/winograd.cuh)
+
+
+@dataclass(frozen=True)
+class Partition:
+    """How the convolution is cut into tasks.
+
+    A task group covers `tiles_per_group` consecutive tiles (row-major over
+    image, tile row, tile column). Its input-transform tasks each take
+    `input_channels_per_task` channels of all its tiles; its GEMM tasks each
+    multiply the group's (t x C) matrices by (C x gemm_k_per_task) filter
+    slices for `gemm_mats_per_task` of the alpha^2 Winograd points; its
+    output-transform tasks each take `output_channels_per_task` output
+    channels. A filter-transform task takes `filter_k_per_task` filters.
+    """
+
+    tiles_per_group: int = field(default=32, metadata={"help": "t: tiles per task group"})
+    input_channels_per_task: int = field(default=32, metadata={"help": "channels per input-transform block"})
+    gemm_mats_per_task: int = field(default=4, metadata={"help": "Winograd points (alpha^2 matrices) per GEMM block"})
+    gemm_k_per_task: int = field(default=64, metadata={"help": "output channels per GEMM block"})
+    output_channels_per_task: int = field(default=32, metadata={"help": "channels per output-transform block"})
+    filter_k_per_task: int = field(default=4, metadata={"help": "filters per filter-transform block"})
+    threads: int = field(default=256, metadata={"help": "threads per block, every stage"})
+
+    def __post_init__(self):
+        _positive("partition", **{f.name: getattr(self, f.name) for f in fields(self)})
+        if self.threads % 32 or self.threads > 1024:
+            raise MegasimError(f"partition: threads must be a multiple of 32 up to 1024, got {self.threads}")
+
+    def resources(self, op: Op) -> StageResources:
+        """Per-stage block footprint, as ptxas reports it for the CUDA kernels (H200 builds).
+
+        GEMM: a ring of 3 stages (2 when 3 exceed 48 KiB; fewer channels
+        when 2 still do) of GEMM_K_STEP channels, each V [t][k_step + 4] and
+        U [k_step][kpg] per point computed at once; about 168 registers with an 8 x 8 register block
+        (64 outputs per thread), about 128 with fewer.
+        """
+        if op == Op.GEMM:
+            t, kpg, nt = self.tiles_per_group, self.gemm_k_per_task, self.threads
+            outputs = t * kpg * self.gemm_mats_per_task
+            points = max(1, min(self.gemm_mats_per_task, nt * 64 // max(1, t * kpg)))
+            smem = 0
+            for bk in (GEMM_K_STEP, GEMM_K_STEP // 2, GEMM_K_STEP // 4):
+                per_stage = points * (t * (bk + 4) + bk * (-(-kpg // 4) * 4)) * FLOAT_BYTES
+                smem = next((s * per_stage for s in (3, 2) if s * per_stage <= 48 * 1024), 2 * per_stage)
+                if smem <= 48 * 1024:
+                    break
+            regs = 168 if outputs >= 64 * nt else 128
+            return StageResources(nt, regs, smem)
+        return StageResources(self.threads, 64 if op != Op.FILTER_TRANSFORM else 40, 0)
+
+    def fused_resources(self) -> StageResources:
+        return StageResources.union(self.resources(op) for op in Op)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Partition:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise MegasimError(f"partition: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**d)
