@@ -75,8 +75,16 @@ def test_contract_loads_no_executor():
 
 
 def test_wheel_carries_scenarios_and_kernel_sources(tmp_path):
-    """`pip install .` must work without the source tree: data and .cu/.cuh sources ship inside."""
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
+    """`pip install .` must work without the source tree: data and .cu/.cuh sources ship inside.
+
+    Built from a copy, so setuptools' build/ and egg-info never land in the checkout.
+    """
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "sim", "gpu", "scenarios"):
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy
+        copy(REPO / name, src / name, **({"ignore": shutil.ignore_patterns("__pycache__")} if copy is shutil.copytree else {}))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0 and "bdist_wheel" in done.stderr + done.stdout:
         pytest.skip("no wheel builder here")

@@ -5,7 +5,7 @@ Algorithm 1 over a grid of (D_IG, D_GO, M); like the paper, each layer's
 fused time is its best mapping. Runs in a process pool; writes JSON data and
 PNG figures.
 
-    python -m megasim.app.studies.paper_trends --megasim.gpu v100 --out docs
+    python -m megasim.app.studies.paper_trends --gpu v100 --out docs
 """
 from __future__ import annotations
 
