@@ -1,9 +1,27 @@
-"""Shared fixtures: a tiny layer and a tiny GPU, small enough to reason about by hand."""
+"""Shared fixtures: a tiny layer and a tiny GPU, small enough to reason about by hand; where committed data lives."""
 import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+
+REPO = Path(__file__).resolve().parents[1]
+# Committed data the tests read: one folder per study (its data, the script that made it, a README),
+# the raw calibration measurements, and small subsets cut from studies too big to recompute in CI.
+STUDIES = REPO / "docs" / "results"
+CALIBRATION_RAW = REPO / "scenarios" / "calibrations" / "raw"
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def load_study(folder: str, script: str) -> ModuleType:
+    """A study's script (docs/results/<folder>/<script>.py): studies live beside their data, not in the package."""
+    path = STUDIES / folder / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(f"study_{folder}_{script}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _gpu_available() -> bool:

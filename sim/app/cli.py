@@ -103,7 +103,7 @@ def cmd_calibrate(args) -> int:
     from megasim.app.calibrate.run import fit_profile
     from megasim.app.catalog import load_gpu
     if not args.from_raw:
-        from megasim.gpu.microbench import calibrate_measure
+        from megasim.app.calibrate.measure import calibrate_measure
         calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
     fit_profile(args.gpu, args.raw, args.out)
     print(f"wrote {args.out}")
@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
     val.add_argument("--profile", required=True)
     val.add_argument("--measurements", required=True)
-    val.add_argument("--out", default="docs", help="folder for figures/ and results/")
+    val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)
     val.set_defaults(func=cmd_validate)

@@ -12,7 +12,6 @@ results with a status name, never as exceptions.
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +23,8 @@ from megasim.contract.problem import Layer
 
 from megasim.gpu.winograd import direct_conv
 
-REPO = Path(__file__).resolve().parents[2]
+from ..conftest import REPO
+
 GEMM_FAMILY = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT"}
 LAYERS = [Layer(n=2, c=8, h=10, w=9, k=8, name="tiny"),
           Layer(n=3, c=3, h=13, w=7, k=5, name="c3-ragged"),

@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 
 from megasim.app.calibrate import gpu_runs as cr
+from megasim.app.calibrate import measure
 from megasim.gpu import microbench as mb
+from megasim.gpu import microbench_stats as ms
 from megasim.contract.graph import build_graph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
-RAW = Path(__file__).resolve().parents[2] / "scenarios" / "calibrations" / "raw"
+from ..conftest import CALIBRATION_RAW
+
 MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "dispatch_summary", "tasks"}
 HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_version", "git_commit",
                "kernel_build", "date_utc", "schema_version"}
@@ -25,9 +28,9 @@ HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_ve
 # ---- pure helpers -----------------------------------------------------------------
 
 def test_ranks_share_ties_and_spearman_known_answers():
-    assert mb.ranks([10, 20, 20, 30]).tolist() == [0.0, 1.5, 1.5, 3.0]
-    assert mb.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert mb.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert ms.ranks([10, 20, 20, 30]).tolist() == [0.0, 1.5, 1.5, 3.0]
+    assert ms.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert ms.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
 
 
 def test_l2_knee_halfway_between_plateaus():
@@ -35,7 +38,7 @@ def test_l2_knee_halfway_between_plateaus():
     sweep = [{"bytes": b << 20, "gbps": g} for b, g in
              [(1, 3000), (8, 9000), (16, 10000), (32, 10000), (48, 10000), (60, 10000), (64, 5000), (128, 4000),
               (256, 4000)]]
-    k = mb.l2_knee(sweep, l2)
+    k = ms.l2_knee(sweep, l2)
     assert k["l2_gbps"] == 10000 and k["dram_gbps"] == 4000 and k["midpoint_gbps"] == 7000
     assert (60 << 20) < k["knee_bytes"] < (64 << 20)
 
@@ -54,14 +57,14 @@ def _dispatch_trace(sms=4, slots=2, waves=6, work=1000, latency=300, swap=()):
 
 
 def test_dispatch_stats_known_latency_and_order():
-    st = mb.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
+    st = ms.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
     assert st["measured_blocks_per_sm"] == 2
     assert st["spearman_start_vs_blockidx"] == pytest.approx(1.0)
     assert st["out_of_order_fraction"] == 0.0 and st["max_displacement"] == 0
     assert st["first_wave_smids"] == [0, 1, 2, 3]
     assert st["dispatch_latency_cycles"]["median"] == pytest.approx(300, abs=8)
     assert st["negative_latencies"] == 0
-    swapped = mb.dispatch_stats(_dispatch_trace(swap=[(0, 5)]), sm_count=4, slots_per_sm=2)
+    swapped = ms.dispatch_stats(_dispatch_trace(swap=[(0, 5)]), sm_count=4, slots_per_sm=2)
     assert swapped["max_displacement"] == 5 and swapped["out_of_order_fraction"] > 0
     assert swapped["strict_max_displacement"] == 5
 
@@ -73,20 +76,20 @@ def test_forced_smem_fits_exactly_that_many_blocks():
 
 
 def test_start_order_breaks_timer_ties_with_the_ticket():
-    assert mb.start_order([2, 0, 1, 3], [0, 0, 0, 32]).tolist() == [2, 0, 1, 3]
+    assert ms.start_order([2, 0, 1, 3], [0, 0, 0, 32]).tolist() == [2, 0, 1, 3]
 
 
 def test_strict_displacement_counts_only_whole_ticks():
-    assert mb.strict_max_displacement([0, 0, 0, 0]) == 0
-    assert mb.strict_max_displacement([32, 0, 0, 64, 0]) == 4
+    assert ms.strict_max_displacement([0, 0, 0, 0]) == 0
+    assert ms.strict_max_displacement([32, 0, 0, 64, 0]) == 4
 
 
 def test_dispatch_summary_reads_latency_rate_and_lead_sms():
     rows = []
     for work, first in ((4000, [7, 6, 1, 2]), (4000, [6, 7, 3, 4]), (0, [7, 6, 5, 0])):
-        st = mb.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
+        st = ms.dispatch_stats(_dispatch_trace(), sm_count=4, slots_per_sm=2)
         rows.append({**st, "work_cycles": work, "first_wave_smids_by_blockidx": first})
-    s = mb.dispatch_summary(rows)
+    s = ms.dispatch_summary(rows)
     assert s["first_wave_lead_sms"] == [6, 7]
     assert s["latency_cycles"] == pytest.approx(300, abs=8) and s["blocks_per_us"] > 0
 
@@ -97,8 +100,8 @@ def test_header_kernel_build_is_the_fits_hash():
 
 
 def test_gpu_short_name():
-    assert mb.gpu_short_name("NVIDIA H200") == "h200"
-    assert mb.gpu_short_name("NVIDIA H100 80GB HBM3") == "h100"
+    assert ms.gpu_short_name("NVIDIA H200") == "h200"
+    assert ms.gpu_short_name("NVIDIA H100 80GB HBM3") == "h100"
 
 
 def test_l2_sizes_span_1mb_to_4x_l2():
@@ -158,14 +161,14 @@ def test_task_bytes_sum_over_one_type(small_graph):
 
 def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
     header = {k: "x" for k in HEADER_KEYS} | {"schema_version": 1}
-    monkeypatch.setattr(mb, "make_header", lambda: dict(header))
-    monkeypatch.setattr(mb, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {"dispatch": [],
-                                                                                             "dispatch_summary": {}})
+    monkeypatch.setattr(measure, "make_header", lambda: dict(header))
+    monkeypatch.setattr(measure, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {
+        "dispatch": [], "dispatch_summary": {}})
     monkeypatch.setattr(cr, "measure_tasks", lambda reps, layers: [])
     monkeypatch.setattr(cr, "measure_runs", lambda reps, layers, budget_s: (
         {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
                                                         "params": {}, "records": []}))
-    paths = mb.calibrate_measure("h200", str(tmp_path), 20)
+    paths = measure.calibrate_measure("h200", str(tmp_path), 20)
     assert [Path(p).name for p in paths] == ["h200_micro.json", "h200_runs.json", "h200_trace_resnet2.json"]
     micro = json.loads(Path(paths[0]).read_text())
     assert set(micro) == MICRO_KEYS and HEADER_KEYS <= set(micro["header"])
@@ -177,7 +180,7 @@ def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
 
 # ---- the committed raw files keep the format ------------------------------------------
 
-@pytest.mark.parametrize("path", sorted(RAW.glob("*_micro.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(CALIBRATION_RAW.glob("*_micro.json")), ids=lambda p: p.name)
 def test_committed_micro_file(path):
     doc = json.loads(path.read_text())
     assert set(doc) == MICRO_KEYS and HEADER_KEYS <= set(doc["header"])
@@ -186,13 +189,13 @@ def test_committed_micro_file(path):
         assert {"op", "layer", "partition", "blocks", "blocks_per_sm", "time_us", "flops", "bytes"} <= set(t)
 
 
-@pytest.mark.parametrize("path", sorted(RAW.glob("*_runs.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(CALIBRATION_RAW.glob("*_runs.json")), ids=lambda p: p.name)
 def test_committed_runs_file(path):
     doc = json.loads(path.read_text())
     assert HEADER_KEYS <= set(doc["header"]) and cr.check_runs_doc(doc) == []
 
 
-@pytest.mark.parametrize("path", sorted(RAW.glob("*_trace_*.json")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(CALIBRATION_RAW.glob("*_trace_*.json")), ids=lambda p: p.name)
 def test_committed_trace_file(path):
     from megasim.contract.records import TB_RECORD
     doc = json.loads(path.read_text())
@@ -210,7 +213,7 @@ def bench():
 @pytest.fixture(scope="module")
 def spec(bench):
     from megasim.app.catalog import load_gpu
-    return load_gpu(mb.gpu_short_name(mb.make_header()["device"]))
+    return load_gpu(ms.gpu_short_name(mb.make_header()["device"]))
 
 
 @pytest.mark.gpu

@@ -1,11 +1,10 @@
 """The committed calibration: its report is what the data says, and a model change cannot slip past it.
 
-Figures are recomputed from the committed predictions (docs/results/calibration_predictions_<gpu>.json,
+Figures are recomputed from the committed predictions (docs/results/calibration/calibration_predictions_<gpu>.json,
 written by `megasim validate`, for the H200 and the H100); a few runs are re-simulated to check those predictions are still what
 the model gives under the committed profile.
 """
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,9 @@ from megasim.app.calibrate.predict import predict_fused
 from megasim.app.calibrate.profile import load_profile, profile_path
 from megasim.app.catalog import load_gpu
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..conftest import CALIBRATION_RAW, STUDIES
+
+PREDICTIONS = STUDIES / "calibration"
 # Floors at what each committed profile reaches, below the issue's targets (which follow, for the H200):
 # layers with Spearman >= 0.8, winners called right, worst regret of the simulator's pick.
 FLOORS = {"h200": (7, 7, 0.02), "h100": (4, 9, 0.04)}
@@ -27,7 +28,7 @@ def gpu(request):
 
 @pytest.fixture(scope="module")
 def committed(gpu):
-    return json.loads((ROOT / "docs" / "results" / f"calibration_predictions_{gpu}.json").read_text())
+    return json.loads((PREDICTIONS / f"calibration_predictions_{gpu}.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def summary(committed):
 
 
 def _runs(gpu):
-    return json.loads((ROOT / "scenarios" / "calibrations" / "raw" / f"{gpu}_runs.json").read_text())["runs"]
+    return json.loads((CALIBRATION_RAW / f"{gpu}_runs.json").read_text())["runs"]
 
 
 def test_report_matches_its_data(gpu, committed, summary):
@@ -73,7 +74,7 @@ def test_no_regression_below_the_committed_ranking_and_winner_calls(gpu, summary
 
 @pytest.fixture(scope="module")
 def h200_summary():
-    return summarise(json.loads((ROOT / "docs" / "results" / "calibration_predictions_h200.json").read_text())["rows"])
+    return summarise(json.loads((PREDICTIONS / "calibration_predictions_h200.json").read_text())["rows"])
 
 
 @pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration-analysis.md")

@@ -1,6 +1,5 @@
 """Perfetto export and timeline plots, on synthetic TB_RECORD arrays."""
 import json
-import time
 
 import numpy as np
 import pytest
@@ -72,14 +71,6 @@ def test_plot_timeline_writes_png(tmp_path):
     plot_timeline(synthetic(1000, 80), path, "synthetic ResNet-1", num_sms=80)
     assert _is_png(path)
     assert [p.name for p in tmp_path.iterdir()] == ["timeline.png"]
-
-
-def test_plot_timeline_vgg_scale_is_quick(tmp_path):
-    rec = synthetic(40_000, 132, slots=3, seed=1)
-    t0 = time.perf_counter()
-    plot_timeline(rec, tmp_path / "vgg.png", "synthetic VGG-1", num_sms=132)
-    assert time.perf_counter() - t0 < 10.0
-    assert _is_png(tmp_path / "vgg.png")
 
 
 def test_plot_timeline_pair_writes_png(tmp_path):

@@ -88,7 +88,7 @@ def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=prin
         extra += _dispatch_section(read_json(micro_path), spec)
     import json
     from megasim.contract.files import write_then_rename
-    with write_then_rename(out / "results" / f"calibration_predictions_{gpu}.json") as tmp:
+    with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
     option = f" --report {report}" if report else ""

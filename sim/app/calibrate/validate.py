@@ -1,7 +1,7 @@
 """`megasim validate`: predict every measured run under a profile and write the report.
 
 Outputs, all reproducible on a CPU from committed data:
-- `docs/results/calibration_predictions_<gpu>.json`: per run, measured and predicted times;
+- `docs/results/calibration/calibration_predictions_<gpu>.json`: per run, measured and predicted times;
 - `docs/figures/calibration_*_<gpu>.png`: predicted-vs-measured scatter, the measured per-block
   timeline against the simulated one on the same SMs;
 - `docs/calibration.md`: the figures, MAPE, Spearman within layers, winner calls, regret.

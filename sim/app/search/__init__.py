@@ -6,6 +6,6 @@ threads). `space` declares the values and rejects illegal points before any
 simulation; `objective` simulates one point; `runner` drives Optuna's
 ask/tell loop over a local process pool or a Dask cluster (`dask_runner`)
 with resumable storage; `outputs` and `heatmaps` write what a search found;
-`hardware` measures the best few on a GPU; `hardware_sweep` and `evaluation`
-are the exhaustive device sweep and its CPU analysis.
+`hardware` measures the best few on a GPU. The exhaustive device sweep and
+its CPU analysis are a study: docs/results/search_sweep_h200/.
 """

@@ -1,6 +1,6 @@
 """How well the simulator picks: its ranking of a grid against an exhaustive hardware sweep.
 
-`python -m megasim.app.search.evaluation docs/results/search_sweep_h200.json`
+`python docs/results/search_sweep_h200/evaluation.py docs/results/search_sweep_h200/search_sweep_h200.json`
 predicts every swept point on the simulator (the calibrated spec when a
 profile exists) and, per layer, reports:
 
@@ -106,8 +106,8 @@ def format_report(results: dict[str, dict], top: int = 5) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m megasim.app.search.evaluation", description=__doc__.splitlines()[0])
-    p.add_argument("sweep", help="a hardware_sweep JSON (docs/results/search_sweep_<gpu>.json)")
+    p = argparse.ArgumentParser(prog="python docs/results/search_sweep_h200/evaluation.py", description=__doc__.splitlines()[0])
+    p.add_argument("sweep", help="a hardware_sweep.py JSON (search_sweep_<gpu>.json)")
     p.add_argument("--gpu", default=None, help="spec to predict with (default: the sweep header's gpu)")
     p.add_argument("--uncalibrated", action="store_true")
     p.add_argument("--jobs", type=int, default=2)

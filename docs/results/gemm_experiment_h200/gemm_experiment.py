@@ -1,6 +1,6 @@
 """GEMM experiment: every (layer, partition, k_step) built, checked and timed in one process.
 
-usage: python .exp/exp.py ROOT TAG OUT.json [--old]
+usage: python docs/results/gemm_experiment_h200/gemm_experiment.py ROOT TAG OUT.json [--old] (README.md here)
 ROOT is put first on sys.path (the current tree, or a copy of an older commit).
 Per config: fused (paper mapping) and graph non-fused, each non-fused kernel alone,
 rel err vs float64 cuDNN, NaN count, fused == non-fused bitwise.

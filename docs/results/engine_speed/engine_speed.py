@@ -1,6 +1,6 @@
-"""Simulator speed: simulated thread blocks per second, and the CLI's wall time on VGG-1.
+"""Simulator speed: simulated thread blocks per second, the CLI's wall time on VGG-1, and plotting VGG-1.
 
-    python -m megasim.app.engine_speed            # prints a table; figures go to docs/performance.md
+    python docs/results/engine_speed/engine_speed.py    # prints the rows of docs/performance.md
 
 Speed is a benchmark, not a timed test: the machines here are shared.
 """
@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.app.catalog import load_layer
 from megasim.app.catalog import load_gpu
+from megasim.app.plot import plot_timeline
 
 
 def blocks_per_second(layer_name: str, gpu_name: str, reps: int, quantum=None) -> dict:
@@ -46,6 +49,17 @@ def cli_wall_seconds(argv) -> float:
     return time.perf_counter() - t
 
 
+def plot_seconds(layer_name: str, gpu_name: str) -> tuple[int, float]:
+    """Blocks in the fused run's timeline, and the seconds `plot_timeline` takes to draw it."""
+    gpu = load_gpu(gpu_name)
+    graph = build_graph(load_layer(layer_name))
+    records = run_kernels(graph, fused_kernels(graph, make(graph, "paper")), gpu).records
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        plot_timeline(records, Path(tmp) / "timeline.png", layer_name, num_sms=gpu.sm_count)
+        return len(records), time.perf_counter() - t
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--reps", type=int, default=5)
@@ -60,6 +74,8 @@ def main(argv=None) -> None:
                   f"non-fused {r['nonfused_blocks_per_s']:,.0f} blocks/s")
     print(f"megasim simulate --layer VGG-1: {cli_wall_seconds(['simulate', '--layer', 'VGG-1']):.1f} s wall")
     print(f"megasim simulate (default, ResNet-2): {cli_wall_seconds(['simulate']):.1f} s wall")
+    blocks, seconds = plot_seconds("VGG-1", "h200")
+    print(f"plot_timeline of fused VGG-1 on h200 ({blocks:,} blocks): {seconds:.1f} s")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 For each paper layer: the non-fused time once, then the megakernel under
 Algorithm 1 over a grid of (D_IG, D_GO, M); like the paper, each layer's
 fused time is its best mapping. Runs in a process pool; writes JSON data and
-PNG figures.
+PNG figures beside this script.
 
-    python -m megasim.app.studies.paper_trends --gpu v100 --out docs
+    python docs/results/paper_trends/paper_trends.py --gpu v100
 """
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ import argparse
 import itertools
 import json
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from megasim.contract.files import write_then_rename
+
+HERE = Path(__file__).resolve().parent
 
 DIG = (0, 16, 64, 256, 1024)
 DGO = (128, 1024)
@@ -119,7 +122,7 @@ def plot(data: dict, out_dir) -> list[str]:
 
 def _save(fig, out_dir, name) -> str:
     import matplotlib.pyplot as plt
-    path = f"{out_dir}/figures/{name}"
+    path = f"{out_dir}/{name}"
     fig.tight_layout()
     with write_then_rename(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png")
@@ -131,12 +134,12 @@ def main(argv=None) -> None:
     from megasim.app.catalog import layer_names
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--gpu", default="v100")
-    p.add_argument("--out", default="docs")
+    p.add_argument("--out", default=str(HERE), help="folder for the JSON data and the figures")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--layers", nargs="*", default=None)
     p.add_argument("--replot", action="store_true", help="redraw from the saved JSON")
     args = p.parse_args(argv)
-    data_path = f"{args.out}/results/paper_trends_{args.gpu}.json"
+    data_path = f"{args.out}/paper_trends_{args.gpu}.json"
     if args.replot:
         with open(data_path) as fh:
             data = json.load(fh)

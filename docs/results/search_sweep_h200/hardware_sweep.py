@@ -1,4 +1,4 @@
-"""`python -m megasim.app.search.hardware_sweep`: measure a declared grid of mappings on the GPU, exhaustively.
+"""Measure a declared grid of mappings on the GPU, exhaustively (the study behind search_sweep_h200.json).
 
 For each layer (default: ResNet-1, small channels; ResNet-2, mid; ResNet-4,
 large) every point of `GRID` (D_IG x D_GO x M, 54 mappings) runs on the
@@ -7,7 +7,7 @@ timing method as `megasim bench`. Rows are written to the output JSON after
 each point, and points already there are skipped, so a sweep cut off by a
 time limit continues where it stopped when run again.
 
-The CPU side (`sim.search.evaluation`) re-derives from that file where the
+The CPU side (`evaluation.py`, beside this script) re-derives from that file where the
 simulator's top-5 fall in the measured ranking, the regret of its pick, and
 the hardware runs it saves.
 """
@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
+
+HERE = Path(__file__).resolve().parent
 
 GRID = {"dig": (0, 128, 256, 512, 1024, 2048), "dgo": (0, 256, 1024), "m": (1, 2, 4)}
 LAYERS = ("ResNet-1", "ResNet-2", "ResNet-4")
@@ -73,13 +75,13 @@ def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
 
 def main(argv=None) -> int:
     from megasim.contract.errors import MegasimError
-    p = argparse.ArgumentParser(prog="python -m megasim.app.search.hardware_sweep", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python docs/results/search_sweep_h200/hardware_sweep.py", description=__doc__.splitlines()[0])
     p.add_argument("--layer", action="append", help=f"repeatable; default {', '.join(LAYERS)}")
     p.add_argument("--gpu", default="h200", help="the spec name this device is (for the file and the header)")
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--out", help="default docs/results/search_sweep_<gpu>.json")
+    p.add_argument("--out", help="default search_sweep_<gpu>.json beside this script")
     args = p.parse_args(argv)
-    out = Path(args.out or f"docs/results/search_sweep_{args.gpu}.json")
+    out = Path(args.out or HERE / f"search_sweep_{args.gpu}.json")
     try:
         sweep(args.layer or LAYERS, out, max(20, args.reps), args.gpu)
     except MegasimError as exc:

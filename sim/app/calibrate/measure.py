@@ -1,0 +1,81 @@
+"""`megasim calibrate`'s measuring half: the three raw files the fit reads, written on the GPU at hand.
+
+The hardware sections come from `megasim.gpu.microbench`; the real kernels'
+tasks and mapping runs from `megasim.app.calibrate.gpu_runs`, which needs the
+scenario catalog, so the orchestration lives here in the application layer
+and `gpu/` keeps only device code.
+
+    python -m megasim.app.calibrate.measure --parts hardware,tasks --layers ResNet-2
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from megasim.app.calibrate import gpu_runs as cr
+from megasim.gpu.microbench import SECTIONS, make_header, measure_hardware
+from megasim.gpu.microbench_stats import gpu_short_name, summary
+
+
+def _write(path: Path, doc: dict) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return str(path)
+
+
+def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, parts=("hardware", "tasks", "runs"),
+                      layers=None, budget_s: float = 400.0) -> list[str]:
+    """Measure and write <gpu>_micro.json, <gpu>_runs.json and <gpu>_trace_resnet2.json; returns the paths."""
+    header = make_header()
+    gpu_name = gpu_name or gpu_short_name(header["device"])
+    out = Path(out_dir)
+    paths = []
+    if "hardware" in parts or "tasks" in parts:
+        micro = {"header": header}
+        micro.update(measure_hardware(reps) if "hardware" in parts
+                     else {s: [] if s == "dispatch" else {} for s in SECTIONS})
+        micro.setdefault("dispatch_summary", {})
+        micro["tasks"] = []
+        if "tasks" in parts:
+            try:
+                micro["tasks"] = cr.measure_tasks(reps=reps, layers=layers)
+            except Exception as exc:  # the hardware sections are still worth writing
+                micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
+        paths.append(_write(out / f"{gpu_name}_micro.json", micro))
+    if "runs" in parts:
+        runs, trace = cr.measure_runs(reps=reps, layers=layers, budget_s=budget_s)
+        paths.append(_write(out / f"{gpu_name}_runs.json", {"header": {**header, **runs.pop("header_extra")},
+                                                            **runs}))
+        if trace is not None:
+            paths.append(_write(out / f"{gpu_name}_trace_resnet2.json", {"header": header, **trace}))
+    return paths
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m megasim.app.calibrate.measure", description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="scenarios/calibrations/raw", help="folder for the raw JSON files")
+    p.add_argument("--gpu", default=None, help="file prefix (default: from the device name, e.g. h200)")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--parts", default="hardware,tasks,runs", help="comma list of hardware, tasks, runs")
+    p.add_argument("--layers", default=None, help="comma list of layer names (default: all)")
+    p.add_argument("--budget-s", type=float, default=400.0, help="wall-clock budget of the runs part")
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    paths = calibrate_measure(a.gpu, a.out, a.reps, parts=tuple(a.parts.split(",")),
+                              layers=a.layers.split(",") if a.layers else None, budget_s=a.budget_s)
+    for path in paths:
+        print(path)
+        if path.endswith("_micro.json"):
+            with open(path) as f:
+                print(summary(json.load(f)))
+    print(f"[microbench] total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
