@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
 from megasim.gpu.backend import device_info, gemm_plan, git_commit, require_cupy
-from megasim.gpu.megakernel import FusedConv, Workspace
+from megasim.gpu.interpreter import CudaInterpreter
+from megasim.gpu.megakernel import Workspace
 from megasim.gpu.timing import rotation_inputs, time_launches
-from megasim.gpu.nonfused import NonFusedConv
 from megasim.contract.encoding import SCHEMA_VERSION
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
+from megasim.contract.interpreter import RunConfig
 from megasim.contract.files import write_then_rename
 from megasim.contract.mapping import Mapping, make, validate
 from megasim.contract.mapping.io import load_mapping, problem_of, read_mapping_file
@@ -89,6 +90,25 @@ def _rel(cp, out, ref) -> float:
     return float(cp.linalg.norm(d.ravel()) / cp.linalg.norm(ref.ravel()))
 
 
+def _timed_runs(graph, mp, config: RunConfig, ws: Workspace, k_step: int, raw_blockidx: bool):
+    """The fused and non-fused runs (a correctness launch each, then timed) and the timings of every variant."""
+    def cuda(launch: str, **build):
+        return CudaInterpreter(workspace=ws, k_step=k_step, **build).run(graph, mp, replace(config, launch=launch))
+
+    fused = cuda("fused")
+    timings = {"fused": fused.native}
+    try:
+        if not raw_blockidx:
+            raise MegasimError("not measured")
+        timings["fused-raw-blockidx"] = cuda("fused", ticket=False, spin_limit_ns=500_000_000).native
+    except MegasimError as e:
+        timings["fused-raw-blockidx"] = {"median_us": None, "error": str(e)}
+    nonfused = cuda("nonfused")
+    timings["nonfused"] = nonfused.native
+    timings["nonfused-graph"] = cuda("nonfused", graph_capture=True).native
+    return fused, nonfused, timings
+
+
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
                 baselines: bool = True, raw_blockidx: bool = True, k_step: int = GEMM_K_STEP) -> dict:
     cp = require_cupy()
@@ -100,37 +120,14 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     graph = build_graph(layer, variant, part)
     mp = _mapping(graph, args)
     xs, wts, ys = rotation_inputs(cp, layer, int(getattr(args, "seed", None) or 0) + 7)
-    nsets = len(xs)
     ws = Workspace(graph)
-    fused = FusedConv(graph, mp, workspace=ws, k_step=k_step)
-    nf = NonFusedConv(graph, workspace=ws, k_step=k_step)
-
+    config = RunConfig(inputs=tuple(zip(xs, wts, ys)), reps=reps)
     ref, ref_name = _reference(cp, layer, xs[0], wts[0])
-    checks = {}
-    y_f = cp.full_like(ys[0], cp.nan)
-    fused.run(xs[0], wts[0], y_f)
-    y_n = cp.full_like(ys[0], cp.nan)
-    nf.run(xs[0], wts[0], y_n)
-    for name, y in (("fused", y_f), ("nonfused", y_n)):
-        checks[name] = {"rel_err": _rel(cp, y, ref), "nan_count": int(cp.isnan(y).sum())}
-    bitwise = bool((y_f == y_n).all())
-    del y_f, y_n
-
-    timings = {}
-    timings["fused"] = time_launches(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
-    fused.check()
-    try:
-        if not raw_blockidx:
-            raise MegasimError("not measured")
-        raw = FusedConv(graph, mp, ticket=False, workspace=ws, spin_limit_ns=500_000_000, k_step=k_step)
-        timings["fused-raw-blockidx"] = time_launches(cp, lambda i: raw.launch(xs[i], wts[i], ys[i]), nsets, reps)
-        raw.check()
-    except MegasimError as e:
-        timings["fused-raw-blockidx"] = {"median_us": None, "error": str(e)}
-    timings["nonfused"] = time_launches(cp, lambda i: nf.launch(xs[i], wts[i], ys[i]), nsets, reps)
-    for i in range(nsets):
-        nf.capture(xs[i], wts[i], ys[i])
-    timings["nonfused-graph"] = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
+    fused, nonfused, timings = _timed_runs(graph, mp, config, ws, k_step, raw_blockidx)
+    checks = {name: {"rel_err": _rel(cp, e.output, ref), "nan_count": int(cp.isnan(e.output).sum())}
+              for name, e in (("fused", fused), ("nonfused", nonfused))}
+    bitwise = bool((fused.output == nonfused.output).all())
+    del fused, nonfused
 
     wino_flops = float(graph.flops.sum())
     min_bytes = 4 * (layer.n * layer.h * layer.w * (layer.c + layer.k) + 9 * layer.c * layer.k)
@@ -141,7 +138,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
              "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
                            "bytes_at_copy_bandwidth": min_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
-    del ws, fused, nf, ys
+    del ws, ys, config
     if baselines:
         entry["baselines"] = _baselines(cp, layer, xs[0], wts[0], ref, reps)
     return entry

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from megasim.engine import Kernel, fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import build_graph
+from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import make
-from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
+from megasim.contract.problem import OP_NAMES, Layer, Op, Partition, WinogradVariant
+from megasim.engine.interpreter import SimpyInterpreter
 
 
 def _freeze(d: dict) -> tuple:
@@ -47,19 +48,15 @@ class Prediction:
 
 
 def predict_fused(run: dict, spec) -> float:
-    graph = graph_of(run)
-    return spec.cycles_to_us(run_kernels(graph, fused_kernels(graph, mapping_of(run)), spec).total_cycles)
+    return SimpyInterpreter(spec).run(graph_of(run), mapping_of(run)).time_us
 
 
 def predict_nonfused(run: dict, spec) -> tuple[float, tuple]:
     """Non-fused total and each kernel's time, as four separate launches would take."""
-    graph = graph_of(run)
-    raw = run_kernels(graph, nonfused_kernels(graph), spec)
-    return spec.cycles_to_us(raw.total_cycles), tuple(spec.cycles_to_us(b - a) for a, b in raw.kernel_spans_cycles)
+    execution = SimpyInterpreter(spec).run(graph_of(run), None, RunConfig(launch="nonfused"))
+    return execution.time_us, execution.launch_us
 
 
 def predict_kernel(run: dict, op: Op, spec) -> float:
     """One non-fused kernel alone (its own launch, cold L2 as far as the model is concerned)."""
-    graph = graph_of(run)
-    kern = Kernel(graph.tasks_of(op), graph.partition.resources(op), False)
-    return spec.cycles_to_us(run_kernels(graph, [kern], spec).total_cycles)
+    return SimpyInterpreter(spec).run(graph_of(run), None, RunConfig(launch=OP_NAMES[op])).time_us

@@ -87,9 +87,8 @@ def plot_scatter(rows, path, gpu: str) -> None:
 
 
 def simulated_records(run: dict, spec, policy: str):
-    from megasim.engine import fused_kernels, run_kernels
-    graph = graph_of(run)
-    return run_kernels(graph, fused_kernels(graph, mapping_of(run)), spec, policy).records
+    from megasim.engine.interpreter import SimpyInterpreter
+    return SimpyInterpreter(spec, policy).run(graph_of(run), mapping_of(run)).records
 
 
 def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: list[dict], figures: dict,

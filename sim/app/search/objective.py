@@ -1,6 +1,6 @@
 """What one evaluation does: build (or reuse) the graph, make the mapping, simulate the megakernel.
 
-The objective is the fused time alone (`run_kernels` over `fused_kernels`);
+The objective is the fused time alone (the SimPy interpreter's fused launch);
 the four non-fused kernels depend only on the partition, so they are
 simulated once per partition by `nonfused_us` and reported beside it.
 Both functions are plain module-level functions of picklable arguments, so a
@@ -13,11 +13,12 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import build_graph
+from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import infusible_count, make, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.spec import GPUSpec
+from megasim.engine.interpreter import SimpyInterpreter
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,9 +43,9 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
     graph = _graph(problem.layer, problem.variant, partition)
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
-    raw = run_kernels(graph, fused_kernels(graph, mapping), problem.gpu, problem.policy)
+    execution = SimpyInterpreter(problem.gpu, problem.policy).run(graph, mapping)
     bps = problem.gpu.blocks_per_sm(partition.fused_resources())
-    return {"fused_us": problem.gpu.cycles_to_us(raw.total_cycles),
+    return {"fused_us": execution.time_us,
             "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
             "num_tbs": graph.num_tasks, "blocks_per_sm": bps,
             "sim_seconds": time.perf_counter() - t0}
@@ -53,5 +54,4 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
 def nonfused_us(problem: Problem, partition: Partition) -> float:
     """The four non-fused kernels of this partition, launch gaps included."""
     graph = _graph(problem.layer, problem.variant, partition)
-    raw = run_kernels(graph, nonfused_kernels(graph), problem.gpu, problem.policy)
-    return problem.gpu.cycles_to_us(raw.total_cycles)
+    return SimpyInterpreter(problem.gpu, problem.policy).run(graph, None, RunConfig(launch="nonfused")).time_us
