@@ -265,14 +265,58 @@ def _stage_times(cp, nf, xs, wts, ys, reps: int) -> list[float]:
     return [float(v) for v in np.median(np.array(per), axis=0)]
 
 
-def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
-    """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
-    from megasim.gpu.backend import require_cupy
+def _trace_run(graph, layer, part, ws, xs, wts, ys) -> dict:
+    """The per-block trace of the paper's default mapping, four launches in (warm caches, settled clocks)."""
+    from megasim.gpu.megakernel import FusedConv
+    mp = make(graph, "paper", **DEFAULT_PARAMS)
+    traced = FusedConv(graph, mp, trace=True, workspace=ws)
+    for i in range(4):
+        traced.run(xs[i % len(xs)], wts[i % len(xs)], ys[i % len(xs)])
+    recs = traced.trace_records()
+    return {"layer": asdict(layer), "partition": part.to_dict(), "strategy": "paper",
+            "params": dict(DEFAULT_PARAMS), "variant": 4,
+            "records": [{f: rec[f].item() for f in recs.dtype.names} for rec in recs]}
+
+
+def _layer_runs(cp, layer, reps: int, mismatches: list) -> tuple[list, dict | None]:
+    """Every planned mapping of one layer, fused, against its graph-replayed non-fused time."""
     from megasim.app.bench import partition_for
-    from megasim.gpu.timing import rotation_inputs, time_launches
     from megasim.gpu.megakernel import FusedConv, Workspace
     from megasim.gpu.nonfused import NonFusedConv
+    from megasim.gpu.timing import rotation_inputs, time_launches
+    part = partition_for(layer)
+    graph = build_graph(layer, WinogradVariant(4), part)
+    xs, wts, ys = rotation_inputs(cp, layer, 7)
+    nsets = len(xs)
+    ws = Workspace(graph)
+    nf = NonFusedConv(graph, workspace=ws)
+    y_ref = cp.full_like(ys[0], cp.nan)
+    nf.run(xs[0], wts[0], y_ref)
+    for i in range(nsets):
+        nf.capture(xs[i], wts[i], ys[i])
+    nf_t = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
+    kernels = _stage_times(cp, nf, xs, wts, ys, reps)
+    plan = mapping_plan(graph)
+    runs = []
+    for (strategy, params, order), split in zip(plan, split_for(layer.name, len(plan))):
+        fused = FusedConv(graph, order, workspace=ws)
+        y_f = cp.full_like(ys[0], cp.nan)
+        fused.run(xs[0], wts[0], y_f)
+        if not bool((y_f == y_ref).all()):
+            mismatches.append(f"{layer.name} {strategy} {params}")
+        del y_f
+        t = time_launches(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
+        fused.check()
+        runs.append(run_record(layer, 4, part, strategy, params, split, t, nf_t["median_us"], kernels))
+    trace = _trace_run(graph, layer, part, ws, xs, wts, ys) if layer.name == TRACE_LAYER else None
+    print(f"[runs] {layer.name}: {len(plan)} mappings, nf-graph {nf_t['median_us']:.1f} us", flush=True)
+    return runs, trace
+
+
+def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
+    """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
     from megasim.app.catalog import layer_names, load_layer
+    from megasim.gpu.backend import require_cupy
     cp = require_cupy()
     reps = max(20, reps)
     names = [load_layer(n).name for n in layer_names()]
@@ -284,43 +328,10 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
             skipped.append(name)
             continue
         t0 = time.perf_counter()
-        layer = load_layer(name)
-        part = partition_for(layer)
-        graph = build_graph(layer, WinogradVariant(4), part)
-        xs, wts, ys = rotation_inputs(cp, layer, 7)
-        nsets = len(xs)
-        ws = Workspace(graph)
-        nf = NonFusedConv(graph, workspace=ws)
-        y_ref = cp.full_like(ys[0], cp.nan)
-        nf.run(xs[0], wts[0], y_ref)
-        for i in range(nsets):
-            nf.capture(xs[i], wts[i], ys[i])
-        nf_t = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
-        kernels = _stage_times(cp, nf, xs, wts, ys, reps)
-        plan = mapping_plan(graph)
-        for (strategy, params, order), split in zip(plan, split_for(name, len(plan))):
-            fused = FusedConv(graph, order, workspace=ws)
-            y_f = cp.full_like(ys[0], cp.nan)
-            fused.run(xs[0], wts[0], y_f)
-            if not bool((y_f == y_ref).all()):
-                mismatches.append(f"{name} {strategy} {params}")
-            del y_f
-            t = time_launches(cp, lambda i: fused.launch(xs[i], wts[i], ys[i]), nsets, reps)
-            fused.check()
-            runs.append(run_record(layer, 4, part, strategy, params, split, t, nf_t["median_us"], kernels))
-        if name == TRACE_LAYER:
-            mp = make(graph, "paper", **DEFAULT_PARAMS)
-            traced = FusedConv(graph, mp, trace=True, workspace=ws)
-            for i in range(4):
-                traced.run(xs[i % nsets], wts[i % nsets], ys[i % nsets])
-            recs = traced.trace_records()
-            trace = {"layer": asdict(layer), "partition": part.to_dict(), "strategy": "paper",
-                     "params": dict(DEFAULT_PARAMS), "variant": 4,
-                     "records": [{f: rec[f].item() for f in recs.dtype.names} for rec in recs]}
+        layer_runs, layer_trace = _layer_runs(cp, load_layer(name), reps, mismatches)
+        runs += layer_runs
+        trace = layer_trace or trace
         per_layer_s[name] = round(time.perf_counter() - t0, 2)
-        print(f"[runs] {name}: {len(plan)} mappings, nf-graph {nf_t['median_us']:.1f} us, "
-              f"{per_layer_s[name]:.1f} s", flush=True)
-        del xs, wts, ys, ws, nf, y_ref
         cp.get_default_memory_pool().free_all_blocks()
     extra = {"reps": reps, "rotation": "inputs rotated over sets > 2x L2 (gpu.timing.time_launches)",
              "fused_timing": "includes the control-word reset copy before each launch",

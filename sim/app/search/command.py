@@ -19,6 +19,30 @@ def _point_text(row: dict, space) -> str:
     return " ".join(f"{p.name}={row[p.name]}" for p in space.searched)
 
 
+def _print_outcome(table, result, space, storage, elapsed, model_note, written, out) -> None:
+    """What a person reads after a search: counts, the paper default, the best point and how to bench it."""
+    from megasim.app.search import outputs
+    ok = [r for r in table if r["status"] == "ok"]
+    ref = result.reference or {}
+    counts = {s: sum(1 for r in table if r["status"] == s) for s in ("ok", "rejected", "failed")}
+    cached = sum(1 for r in table if r["cached"])
+    print(model_note)
+    print(f"study {result.study_name} ({storage})")
+    print(f"{len(table)} evaluations: {counts['ok']} simulated or cached ({cached} cached), "
+          f"{counts['rejected']} rejected, {counts['failed']} failed; {elapsed:.1f} s this run")
+    if ref.get("fused_us"):
+        print(f"paper default ({_point_text(ref['point'], space)}): {ref['fused_us']:.1f} us")
+    elif ref:
+        print(f"paper default is illegal here: {ref.get('rejected')}")
+    if ok:
+        b = ok[0]
+        vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
+        nf = f", {b['speedup_vs_nonfused']:.2f}x over non-fused {b['nonfused_us']:.1f} us" if b.get("nonfused_us") else ""
+        print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
+        print("bench it: " + outputs.bench_command(out / "best.json"))
+    print("wrote " + ", ".join(str(p) for p in written))
+
+
 def search_main(args) -> int:
     from megasim.app.calibrate.profile import gpu_for_simulation
     from megasim.contract.problem import WinogradVariant
@@ -62,23 +86,7 @@ def search_main(args) -> int:
         written.append(outputs.write_best(problem, space, ok[0], out, header))
         written += write_heatmaps(table, space, out, layer.name, gpu.name, ref)
 
-    counts = {s: sum(1 for r in table if r["status"] == s) for s in ("ok", "rejected", "failed")}
-    cached = sum(1 for r in table if r["cached"])
-    print(model_note)
-    print(f"study {result.study_name} ({storage})")
-    print(f"{len(table)} evaluations: {counts['ok']} simulated or cached ({cached} cached), "
-          f"{counts['rejected']} rejected, {counts['failed']} failed; {elapsed:.1f} s this run")
-    if ref.get("fused_us"):
-        print(f"paper default ({_point_text(ref['point'], space)}): {ref['fused_us']:.1f} us")
-    elif ref:
-        print(f"paper default is illegal here: {ref.get('rejected')}")
-    if ok:
-        b = ok[0]
-        vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
-        nf = f", {b['speedup_vs_nonfused']:.2f}x over non-fused {b['nonfused_us']:.1f} us" if b.get("nonfused_us") else ""
-        print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
-        print("bench it: " + outputs.bench_command(out / "best.json"))
-    print("wrote " + ", ".join(str(p) for p in written))
+    _print_outcome(table, result, space, storage, elapsed, model_note, written, out)
     if result.interrupted:
         print(f"interrupted: {len(table)} finished evaluations are kept in {storage}; "
               f"run the same command to continue", file=sys.stderr)
