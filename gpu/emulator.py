@@ -8,9 +8,10 @@ counters non-zero is proof the mapping deadlocks (or, with enough SMs,
 stalls). The emulator raises instead of waiting, which is how CI shows that
 every registered strategy is executable and computes the convolution.
 
-The four task functions below are the contract for what a task reads and
-writes (ranges from `gpu.layout`); the CUDA device functions implement the
-same thing, and a GPU test can call `run_task` on one task as its reference.
+The four task functions below read and write exactly the task's data
+ranges (`megasim.contract.ranges`, the same ranges the simulator's L2
+regions count); the CUDA device functions implement the same thing, and a
+GPU test can call `run_task` on one task as its reference.
 U, V, M and y start as NaN, so a task that reads something no task wrote
 shows up in the result instead of passing on stale zeros.
 """
@@ -20,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from megasim.gpu.layout import (buffer_shapes, filter_ks, gather_patches, gemm_block, group_tiles,
-                        input_channels, output_channels, scatter_tiles)
+from megasim.gpu.layout import gather_patches, scatter_tiles
 from megasim.gpu.winograd import filter_transform, input_transform, output_transform, transform_matrices
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
@@ -45,7 +45,7 @@ class Workspace:
 
     @staticmethod
     def allocate(graph: TaskGraph, x: np.ndarray, w: np.ndarray, dtype=np.float32) -> Workspace:
-        shapes = buffer_shapes(graph)
+        shapes = graph.ranges.shapes()
         for name, arr in (("x", x), ("w", w)):
             if np.shape(arr) != shapes[name]:
                 raise MegasimError(f"{name} has shape {list(np.shape(arr))}, but layer "
@@ -57,21 +57,21 @@ class Workspace:
 
 
 def _tile_ids(graph: TaskGraph, g: int) -> tuple[slice, np.ndarray, tuple[int, int]]:
-    tiles = group_tiles(graph, g)
+    tiles = graph.ranges.tiles[g]
     geo = graph.geometry
     return tiles, np.arange(tiles.start, tiles.stop), (geo.tiles_h, geo.tiles_w)
 
 
 def filter_task(graph: TaskGraph, ws: Workspace, group: int, f: int) -> None:
     """U[e][c][k] = (G g_kc G^T)[e] for the task's filters k and every channel c."""
-    ks = filter_ks(graph, f)
+    ks = graph.ranges.filter_k[f]
     ws.U[:, :, ks] = filter_transform(ws.w[ks], ws.G)
 
 
 def input_task(graph: TaskGraph, ws: Workspace, group: int, cb: int) -> None:
     """V[e][tile][c] = (B^T d B)[e] for the group's tiles and the task's channels."""
     tiles, ids, grid = _tile_ids(graph, group)
-    cs = input_channels(graph, cb)
+    cs = graph.ranges.input_c[cb]
     patches = gather_patches(ws.x, ids, grid, graph.variant.m, cs)
     ws.V[:, tiles, cs] = input_transform(patches, ws.BT)
 
@@ -92,14 +92,14 @@ def ordered_matmul(v: np.ndarray, u: np.ndarray) -> np.ndarray:
 def gemm_task(graph: TaskGraph, ws: Workspace, group: int, j: int) -> None:
     """M[e][tile][k] = sum_c V[e][tile][c] U[e][c][k] for the task's points e and channels k."""
     tiles, _, _ = _tile_ids(graph, group)
-    es, ks = gemm_block(graph, j)
+    es, ks = graph.ranges.gemm_block(j)
     ws.M[es, tiles, ks] = ordered_matmul(ws.V[es, tiles, :], ws.U[es, :, ks])
 
 
 def output_task(graph: TaskGraph, ws: Workspace, group: int, ob: int) -> None:
     """y = A^T M_tile A at the in-image positions of the group's tiles, for the task's channels."""
     tiles, ids, grid = _tile_ids(graph, group)
-    ks = output_channels(graph, ob)
+    ks = graph.ranges.output_k[ob]
     scatter_tiles(ws.y, output_transform(ws.M[:, tiles, ks], ws.AT), ids, grid, ks)
 
 

@@ -30,10 +30,8 @@ class Workspace:
 
     def __init__(self, graph: TaskGraph):
         cp = require_cupy()
-        g, lay, a2 = graph.geometry, graph.layer, graph.variant.alpha ** 2
-        self.U = cp.empty((a2, lay.c, lay.k), dtype=cp.float32)
-        self.V = cp.empty((a2, g.num_tiles, lay.c), dtype=cp.float32)
-        self.M = cp.empty((a2, g.num_tiles, lay.k), dtype=cp.float32)
+        shapes = graph.ranges.shapes()
+        self.U, self.V, self.M = (cp.empty(shapes[name], dtype=cp.float32) for name in ("U", "V", "M"))
 
 
 class FusedConv:

@@ -11,8 +11,9 @@ counter, each initialised to its number of parents. A task signals at most
 one counter and waits on at most two (a GEMM needs its group's inputs *and*
 the filters). Edge lists would explode; counters are what the GPU holds.
 
-What each task reads and writes is recorded per named buffer region
-(`sim.regions`), so the L2 model sees the paper's three kinds of reuse.
+What each task reads and writes (`megasim.contract.ranges`) is recorded per
+named buffer region (`megasim.contract.regions`), so the L2 model sees the
+paper's three kinds of reuse.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from megasim.contract.problem import FLOAT_BYTES, Layer, Op, Partition, WinogradVariant
+from megasim.contract.ranges import DataRanges
 from megasim.contract.regions import RegionLayout, build_accesses
 from megasim.contract.transforms import transform_flops
 
@@ -45,18 +47,13 @@ class Geometry:
 
     @staticmethod
     def of(layer: Layer, variant: WinogradVariant, part: Partition) -> Geometry:
+        ranges = DataRanges.of(layer, variant, part)
         th, tw = variant.tiles(layer)
-        tiles = layer.n * th * tw
-        n_eb = -(-variant.alpha ** 2 // part.gemm_mats_per_task)
-        n_kb = -(-layer.k // part.gemm_k_per_task)
+        n_eb, n_kb = ranges.points.count, ranges.gemm_k.count
         return Geometry(
-            tiles_h=th, tiles_w=tw, num_tiles=tiles,
-            n_g=-(-tiles // part.tiles_per_group),
-            s_i=-(-layer.c // part.input_channels_per_task),
-            s_g=n_eb * n_kb,
-            s_o=-(-layer.k // part.output_channels_per_task),
-            n_f=-(-layer.k // part.filter_k_per_task),
-            n_eb=n_eb, n_kb=n_kb,
+            tiles_h=th, tiles_w=tw, num_tiles=ranges.tiles.total,
+            n_g=ranges.tiles.count, s_i=ranges.input_c.count, s_g=n_eb * n_kb,
+            s_o=ranges.output_k.count, n_f=ranges.filter_k.count, n_eb=n_eb, n_kb=n_kb,
         )
 
     @property
@@ -80,19 +77,13 @@ class Geometry:
         return 1 + 2 * self.n_g
 
 
-def block_sizes(total: int, block: int, count: int) -> np.ndarray:
-    """Sizes of `count` blocks of `block` covering `total`; the last may be short."""
-    sizes = np.full(count, block, dtype=np.int64)
-    sizes[-1] = total - block * (count - 1)
-    return sizes
-
-
 @dataclass(frozen=True, eq=False)
 class TaskGraph:
     layer: Layer
     variant: WinogradVariant
     partition: Partition
     geometry: Geometry
+    ranges: DataRanges        # what each task reads and writes
     op: np.ndarray            # int8[T]
     group: np.ndarray         # int32[T], -1 for filter transforms
     index: np.ndarray         # int32[T], index inside the group (j of Algorithm 1)
@@ -139,16 +130,13 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
     """Layer + variant + partition -> TaskGraph, with no per-task Python objects."""
     variant = variant or WinogradVariant()
     part = partition or Partition()
+    ranges = DataRanges.of(layer, variant, part)
     geo = Geometry.of(layer, variant, part)
     fl = transform_flops(variant.m)
     ng = geo.n_g
 
-    group_tiles = block_sizes(geo.num_tiles, part.tiles_per_group, ng)
-    k_filter = block_sizes(layer.k, part.filter_k_per_task, geo.n_f)
-    c_input = block_sizes(layer.c, part.input_channels_per_task, geo.s_i)
-    mats = block_sizes(variant.alpha ** 2, part.gemm_mats_per_task, geo.n_eb)
-    k_gemm = block_sizes(layer.k, part.gemm_k_per_task, geo.n_kb)
-    k_out = block_sizes(layer.k, part.output_channels_per_task, geo.s_o)
+    group_tiles, k_filter, c_input = ranges.tiles.sizes(), ranges.filter_k.sizes(), ranges.input_c.sizes()
+    mats, k_gemm, k_out = ranges.points.sizes(), ranges.gemm_k.sizes(), ranges.output_k.sizes()
 
     def per_group(count):
         grp = np.repeat(np.arange(ng, dtype=np.int32), count)
@@ -182,10 +170,8 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
     waits_on[o0:, 0] = geo.gemm_counter(g_out)
     counter_init = np.concatenate([[geo.n_f], np.full(ng, geo.s_i), np.full(ng, geo.s_g)]).astype(np.int32)
 
-    regions, reads, writes = build_accesses(layer, variant, part, geo, group_tiles,
-                                            dict(k_filter=k_filter, c_input=c_input, mats=mats,
-                                                 k_gemm=k_gemm, k_out=k_out))
-    return TaskGraph(layer=layer, variant=variant, partition=part, geometry=geo,
+    regions, reads, writes = build_accesses(ranges, geo)
+    return TaskGraph(layer=layer, variant=variant, partition=part, geometry=geo, ranges=ranges,
                      op=op, group=group, index=index, flops=flops,
                      waits_on=waits_on, signals=signals, counter_init=counter_init,
                      group_tiles=group_tiles, regions=regions,
@@ -193,4 +179,4 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
                      write_ptr=writes[0], write_region=writes[1], write_bytes=writes[2])
 
 
-__all__ = ["FLOAT_BYTES", "FILTER_COUNTER", "NO_COUNTER", "Geometry", "TaskGraph", "build_graph", "block_sizes"]
+__all__ = ["FLOAT_BYTES", "FILTER_COUNTER", "NO_COUNTER", "Geometry", "TaskGraph", "build_graph"]

@@ -12,9 +12,11 @@ paper's three reuse types show up between tasks:
 - M      (group, point block, K block): GEMM result, producer->consumer (c).
 - OUTPUT (group, output-channel block): written once.
 
-Each access carries the exact bytes it moves; hit or miss is decided per
-region. Where a task reads only part of a region (the halo row of a band)
-it is charged the part it reads.
+Each access carries the exact bytes it moves, counted from the task's data
+ranges (`megasim.contract.ranges`); hit or miss is decided per region. Where
+a task reads only part of a region (the halo row of a band) it is charged
+the part it reads. An input task is charged per tile row of its group, so
+the two halo rows that neighbouring tile rows share are charged twice.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from enum import IntEnum
 import numpy as np
 
 from megasim.contract.problem import FLOAT_BYTES, Op
+from megasim.contract.ranges import DataRanges
 
 INPUT_CHUNK_TILES = 8
 
@@ -44,134 +47,140 @@ class RegionLayout:
     base: dict           # Buffer -> first region id
     kind: np.ndarray     # int8[num_regions]
 
+    @staticmethod
+    def of(counts: dict) -> RegionLayout:
+        starts = np.cumsum([0] + [counts[k] for k in Buffer])
+        return RegionLayout(base={k: int(starts[k]) for k in Buffer},
+                            kind=np.repeat(np.array(list(Buffer), dtype=np.int8), [counts[k] for k in Buffer]))
+
     @property
     def num_regions(self) -> int:
         return len(self.kind)
 
 
-def _csr(task, region, nbytes, num_tasks):
-    task = np.concatenate(task).astype(np.int64)
-    region = np.concatenate(region).astype(np.int32)
-    nbytes = np.concatenate(nbytes).astype(np.int64)
-    order = np.argsort(task, kind="stable")
-    ptr = np.searchsorted(task[order], np.arange(num_tasks + 1))
-    return ptr.astype(np.int64), region[order], nbytes[order]
+def _concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """starts[i], starts[i]+1, ..., starts[i]+lengths[i]-1 for every i, concatenated."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - lengths - starts, lengths)
 
 
-def _input_footprints(layer, variant, part, geo):
-    """Per group: (region-without-channel-block, input pixels read) pairs."""
-    m, th, tw = variant.m, geo.tiles_h, geo.tiles_w
-    nq = -(-tw // INPUT_CHUNK_TILES)
-    chunk_cols = INPUT_CHUNK_TILES * m
-    out = []
-    for g in range(geo.n_g):
-        first = g * part.tiles_per_group
-        last = min(first + part.tiles_per_group, geo.num_tiles) - 1
-        acc: dict[int, int] = {}
-        tile = first
-        while tile <= last:
-            img, rest = divmod(tile, th * tw)
-            ti, tj0 = divmod(rest, tw)
-            tj1 = min(tw - 1, tj0 + (last - tile))
-            r0, r1 = max(0, ti * m - 1), min(layer.h, ti * m + m + 1)
-            c0, c1 = max(0, tj0 * m - 1), min(layer.w, tj1 * m + m + 1)
-            for band in range(r0 // m, (r1 - 1) // m + 1):
-                rows = min(r1, band * m + m) - max(r0, band * m)
-                for q in range(c0 // chunk_cols, (c1 - 1) // chunk_cols + 1):
-                    cols = min(c1, (q + 1) * chunk_cols) - max(c0, q * chunk_cols)
-                    key = (img * th + band) * nq + q
-                    acc[key] = acc.get(key, 0) + rows * cols
-            tile += tj1 - tj0 + 1
-        out.append(acc)
-    return out, nq
+def _input_chunks(r: DataRanges) -> int:
+    return -(-r.variant.tiles(r.layer)[1] // INPUT_CHUNK_TILES)
 
 
-def build_accesses(layer, variant, part, geo, group_tiles, blocks):
+def _input_footprints(r: DataRanges):
+    """Per group, in first-touch order: (group, INPUT region without its channel block, pixels read).
+
+    Each run's input box is cut at band and chunk edges; pieces of one
+    group that land in the same region add up.
+    """
+    m, th, nq = r.variant.m, r.variant.tiles(r.layer)[0], _input_chunks(r)
+    chunk = INPUT_CHUNK_TILES * m
+    runs = r.tile_runs()
+    (rlo, rhi), (clo, chi) = runs.in_rows, runs.in_cols
+    band0, chunk0 = rlo // m, clo // chunk
+    n_chunks = (chi - 1) // chunk - chunk0 + 1
+    per_run = ((rhi - 1) // m - band0 + 1) * n_chunks
+    run = np.repeat(np.arange(len(per_run)), per_run)
+    step = _concat_ranges(np.zeros_like(per_run), per_run)
+    band = band0[run] + step // n_chunks[run]
+    q = chunk0[run] + step % n_chunks[run]
+    pixels = ((np.minimum(rhi[run], band * m + m) - np.maximum(rlo[run], band * m))
+              * (np.minimum(chi[run], (q + 1) * chunk) - np.maximum(clo[run], q * chunk)))
+    num_keys = r.layer.n * th * nq
+    group_key = runs.group[run] * num_keys + (runs.image[run] * th + band) * nq + q
+    order = np.argsort(group_key, kind="stable")
+    first = np.flatnonzero(np.diff(group_key[order], prepend=-1))
+    summed = np.add.reduceat(pixels[order], first)
+    by_first_touch = np.argsort(order[first])
+    keys = group_key[order[first]][by_first_touch]
+    return keys // num_keys, keys % num_keys, summed[by_first_touch]
+
+
+def _filter_accesses(r, layout, f0):
+    """Filter task f reads its raw filters and writes its K columns of every U slice."""
+    base, neb, c = layout.base, r.points.count, r.layer.c
+    reads = (f0 + np.arange(r.filter_k.count), base[Buffer.FILTER] + np.arange(r.filter_k.count),
+             r.filter_k.sizes() * c * 9)
+    shared = r.filter_k.overlap(r.gemm_k)
+    f, kb = np.nonzero(shared)
+    e = np.tile(np.arange(neb), len(f))
+    kb_e = np.repeat(kb, neb)
+    writes = (f0 + np.repeat(f, neb), base[Buffer.U] + e * r.gemm_k.count + kb_e,
+              r.points.sizes()[e] * c * np.repeat(shared[f, kb], neb))
+    return reads, writes
+
+
+def _input_accesses(r, layout, i0):
+    """Input task (g, cb) reads its group's input pieces in channel block cb and writes V(g, *, cb)."""
+    base, ng, si, neb = layout.base, r.tiles.count, r.input_c.count, r.points.count
+    group, key, pixels = _input_footprints(r)
+    first = np.searchsorted(group, np.arange(ng))
+    count = np.diff(np.append(first, len(group)))
+    pair_g, pair_cb = np.repeat(np.arange(ng), si), np.tile(np.arange(si), ng)
+    idx = _concat_ranges(first[pair_g], count[pair_g])
+    cb = np.repeat(pair_cb, count[pair_g])
+    reads = (i0 + np.repeat(pair_g * si + pair_cb, count[pair_g]), base[Buffer.INPUT] + key[idx] * si + cb,
+             pixels[idx] * r.input_c.sizes()[cb])
+    g, cb, e = (a.ravel() for a in np.meshgrid(np.arange(ng), np.arange(si), np.arange(neb), indexing="ij"))
+    writes = (i0 + g * si + cb, base[Buffer.V] + (g * neb + e) * si + cb,
+              r.tiles.sizes()[g] * r.points.sizes()[e] * r.input_c.sizes()[cb])
+    return reads, writes
+
+
+def _gemm_accesses(r, layout, g0):
+    """GEMM (g, e, kb) reads V(g, e, cb) for every cb, then U(e, kb); writes M(g, e, kb)."""
+    base, si, neb, nkb = layout.base, r.input_c.count, r.points.count, r.gemm_k.count
+    g, e, kb = (a.ravel() for a in np.meshgrid(np.arange(r.tiles.count), np.arange(neb), np.arange(nkb),
+                                               indexing="ij"))
+    task = g0 + (g * neb + e) * nkb + kb
+    tile_points = r.tiles.sizes()[g] * r.points.sizes()[e]
+    v_region = base[Buffer.V] + ((g * neb + e) * si)[:, None] + np.arange(si)
+    region = np.hstack([v_region, (base[Buffer.U] + e * nkb + kb)[:, None]])
+    elements = np.hstack([tile_points[:, None] * r.input_c.sizes(),
+                          (r.points.sizes()[e] * r.layer.c * r.gemm_k.sizes()[kb])[:, None]])
+    reads = (np.repeat(task, si + 1), region.ravel(), elements.ravel())
+    writes = (task, base[Buffer.M] + (g * neb + e) * nkb + kb, tile_points * r.gemm_k.sizes()[kb])
+    return reads, writes
+
+
+def _output_accesses(r, layout, o0):
+    """Output (g, ob) reads M(g, e, kb) for every kb overlapping its channels and every e; writes OUTPUT(g, ob)."""
+    base, ng, so, neb, nkb = layout.base, r.tiles.count, r.output_k.count, r.points.count, r.gemm_k.count
+    shared = r.output_k.overlap(r.gemm_k)
+    ob, kb = np.nonzero(shared)
+    ob, kb, e = np.repeat(ob, neb), np.repeat(kb, neb), np.tile(np.arange(neb), len(ob))
+    first = np.searchsorted(ob, np.arange(so))
+    count = np.bincount(ob, minlength=so)
+    pair_g, pair_ob = np.repeat(np.arange(ng), so), np.tile(np.arange(so), ng)
+    idx = _concat_ranges(first[pair_ob], count[pair_ob])
+    g = np.repeat(pair_g, count[pair_ob])
+    reads = (o0 + np.repeat(pair_g * so + pair_ob, count[pair_ob]),
+             base[Buffer.M] + (g * neb + e[idx]) * nkb + kb[idx],
+             r.tiles.sizes()[g] * r.points.sizes()[e[idx]] * shared[ob[idx], kb[idx]])
+    writes = (o0 + pair_g * so + pair_ob, base[Buffer.OUTPUT] + pair_g * so + pair_ob,
+              r.tile_runs().output_pixels_per_group()[pair_g] * r.output_k.sizes()[pair_ob])
+    return reads, writes
+
+
+def _csr(blocks, num_tasks):
+    """(ptr, region, bytes) from per-op (task, region, elements) blocks already in task order."""
+    task = np.concatenate([b[0] for b in blocks])
+    region = np.concatenate([b[1] for b in blocks]).astype(np.int32)
+    nbytes = np.concatenate([b[2] for b in blocks]).astype(np.int64) * FLOAT_BYTES
+    return np.searchsorted(task, np.arange(num_tasks + 1)).astype(np.int64), region, nbytes
+
+
+def build_accesses(ranges: DataRanges, geo):
     """Region layout plus (ptr, region, bytes) CSR columns for reads and writes."""
-    k_filter, c_input, mats = blocks["k_filter"], blocks["c_input"], blocks["mats"]
-    k_gemm, k_out = blocks["k_gemm"], blocks["k_out"]
-    ng, si, so, neb, nkb = geo.n_g, geo.s_i, geo.s_o, geo.n_eb, geo.n_kb
-    footprints, nq = _input_footprints(layer, variant, part, geo)
-
-    counts = {Buffer.INPUT: layer.n * geo.tiles_h * nq * si, Buffer.FILTER: geo.n_f,
-              Buffer.U: neb * nkb, Buffer.V: ng * neb * si, Buffer.M: ng * neb * nkb,
-              Buffer.OUTPUT: ng * so}
-    base, start = {}, 0
-    for kind in Buffer:
-        base[kind] = start
-        start += counts[kind]
-    kind_col = np.concatenate([np.full(counts[k], k, dtype=np.int8) for k in Buffer])
-    layout = RegionLayout(base=base, kind=kind_col)
-
-    f0, i0, g0, o0 = (geo.first_task(op) for op in Op)
-    B = FLOAT_BYTES
-    R_t, R_r, R_b, W_t, W_r, W_b = [], [], [], [], [], []
-
-    # filter transform f: reads its raw filters, writes its K columns of every U slice
-    fidx = np.arange(geo.n_f)
-    R_t.append(f0 + fidx); R_r.append(base[Buffer.FILTER] + fidx); R_b.append(k_filter * layer.c * 9 * B)
-    k_lo = np.concatenate([[0], np.cumsum(k_filter)[:-1]])
-    kg_lo = np.concatenate([[0], np.cumsum(k_gemm)[:-1]])
-    for kbi in range(nkb):
-        overlap = np.clip(np.minimum(k_lo + k_filter, kg_lo[kbi] + k_gemm[kbi]) - np.maximum(k_lo, kg_lo[kbi]), 0, None)
-        touching = np.flatnonzero(overlap)
-        for e in range(neb):
-            W_t.append(f0 + touching)
-            W_r.append(np.full(len(touching), base[Buffer.U] + e * nkb + kbi))
-            W_b.append(mats[e] * layer.c * overlap[touching] * B)
-
-    # input transform (g, cb): reads its input bands, writes V(g, *, cb)
-    for g, acc in enumerate(footprints):
-        keys = np.fromiter(acc.keys(), dtype=np.int64, count=len(acc))
-        px = np.fromiter(acc.values(), dtype=np.int64, count=len(acc))
-        for cb in range(si):
-            R_t.append(np.full(len(keys), i0 + g * si + cb))
-            R_r.append(base[Buffer.INPUT] + keys * si + cb)
-            R_b.append(px * c_input[cb] * B)
-    gi, cbi, ei = np.meshgrid(np.arange(ng), np.arange(si), np.arange(neb), indexing="ij")
-    gi, cbi, ei = gi.ravel(), cbi.ravel(), ei.ravel()
-    v_region = base[Buffer.V] + (gi * neb + ei) * si + cbi
-    W_t.append(i0 + gi * si + cbi); W_r.append(v_region)
-    W_b.append(group_tiles[gi] * mats[ei] * c_input[cbi] * B)
-
-    # GEMM (g, e, kb): reads V(g, e, *) and U(e, kb), writes M(g, e, kb)
-    for kbi in range(nkb):
-        R_t.append(g0 + gi * geo.s_g + ei * nkb + kbi)
-        R_r.append(v_region)
-        R_b.append(group_tiles[gi] * mats[ei] * c_input[cbi] * B)
-    gg, ee, kk = (a.ravel() for a in np.meshgrid(np.arange(ng), np.arange(neb), np.arange(nkb), indexing="ij"))
-    gemm_task = g0 + gg * geo.s_g + ee * nkb + kk
-    m_region = base[Buffer.M] + (gg * neb + ee) * nkb + kk
-    R_t.append(gemm_task); R_r.append(base[Buffer.U] + ee * nkb + kk)
-    R_b.append(mats[ee] * layer.c * k_gemm[kk] * B)
-    W_t.append(gemm_task); W_r.append(m_region); W_b.append(group_tiles[gg] * mats[ee] * k_gemm[kk] * B)
-
-    # output transform (g, ob): reads M(g, *, kb overlapping its channels), writes OUTPUT(g, ob)
-    ko_lo = np.concatenate([[0], np.cumsum(k_out)[:-1]])
-    for ob in range(so):
-        lo, hi = ko_lo[ob], ko_lo[ob] + k_out[ob]
-        overlap = np.clip(np.minimum(hi, kg_lo + k_gemm) - np.maximum(lo, kg_lo), 0, None)
-        for kbi in np.flatnonzero(overlap):
-            for e in range(neb):
-                g_all = np.arange(ng)
-                R_t.append(o0 + g_all * so + ob)
-                R_r.append(base[Buffer.M] + (g_all * neb + e) * nkb + kbi)
-                R_b.append(group_tiles * mats[e] * overlap[kbi] * B)
-    valid_px = _valid_output_pixels(layer, variant, part, geo)
-    go, oo = (a.ravel() for a in np.meshgrid(np.arange(ng), np.arange(so), indexing="ij"))
-    W_t.append(o0 + go * so + oo); W_r.append(base[Buffer.OUTPUT] + go * so + oo)
-    W_b.append(valid_px[go] * k_out[oo] * B)
-
-    return layout, _csr(R_t, R_r, R_b, geo.num_tasks), _csr(W_t, W_r, W_b, geo.num_tasks)
-
-
-def _valid_output_pixels(layer, variant, part, geo):
-    """Output pixels each group writes: ragged edge tiles write fewer than m^2."""
-    m = variant.m
-    tile = np.arange(geo.num_tiles)
-    rest = tile % (geo.tiles_h * geo.tiles_w)
-    ti, tj = rest // geo.tiles_w, rest % geo.tiles_w
-    px = np.minimum(m, layer.h - ti * m) * np.minimum(m, layer.w - tj * m)
-    starts = np.arange(0, geo.num_tiles, part.tiles_per_group)
-    return np.add.reduceat(px, starts).astype(np.int64)
-
+    r, ng = ranges, ranges.tiles.count
+    th = r.variant.tiles(r.layer)[0]
+    layout = RegionLayout.of({
+        Buffer.INPUT: r.layer.n * th * _input_chunks(r) * r.input_c.count, Buffer.FILTER: r.filter_k.count,
+        Buffer.U: r.points.count * r.gemm_k.count, Buffer.V: ng * r.points.count * r.input_c.count,
+        Buffer.M: ng * r.points.count * r.gemm_k.count, Buffer.OUTPUT: ng * r.output_k.count})
+    per_op = [access(r, layout, geo.first_task(op)) for op, access in
+              ((Op.FILTER_TRANSFORM, _filter_accesses), (Op.INPUT_TRANSFORM, _input_accesses),
+               (Op.GEMM, _gemm_accesses), (Op.OUTPUT_TRANSFORM, _output_accesses))]
+    return (layout, _csr([reads for reads, _ in per_op], geo.num_tasks),
+            _csr([writes for _, writes in per_op], geo.num_tasks))

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from megasim.gpu.emulator import Workspace, emulate, run_task
-from megasim.gpu.layout import output_channels
 from megasim.gpu.winograd import direct_conv
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
@@ -121,7 +120,7 @@ def test_skipped_output_task_leaves_exactly_its_slice_unwritten(tiny_graph):
             run_task(tiny_graph, ws, task)
     hole = np.isnan(ws.y)
     assert tiny_graph.group[skipped] == 0
-    ks = output_channels(tiny_graph, int(tiny_graph.index[skipped]))
+    ks = tiny_graph.ranges.output_k[int(tiny_graph.index[skipped])]
     m, tw = tiny_graph.variant.m, tiny_graph.geometry.tiles_w
     expected = np.zeros_like(hole)
     for tile in range(tiny_graph.partition.tiles_per_group):

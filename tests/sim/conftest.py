@@ -4,6 +4,7 @@ import pytest
 
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Op, Partition, StageResources, WinogradVariant
+from megasim.contract.ranges import DataRanges
 from megasim.contract.regions import Buffer, RegionLayout
 from megasim.contract.spec import GPUSpec
 
@@ -31,6 +32,7 @@ def synthetic_graph(op, flops, read_bytes, shared_region=None) -> TaskGraph:
     geo = Geometry(1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
     return TaskGraph(
         layer=layer, variant=WinogradVariant(4), partition=Partition(), geometry=geo,
+        ranges=DataRanges.of(layer, WinogradVariant(4), Partition()),
         op=np.asarray(op, dtype=np.int8), group=np.zeros(n, dtype=np.int32), index=np.arange(n, dtype=np.int32),
         flops=np.asarray(flops, dtype=np.float64), waits_on=np.full((n, 2), -1, dtype=np.int32),
         signals=np.full(n, -1, dtype=np.int32), counter_init=np.zeros(1, dtype=np.int32),
