@@ -14,24 +14,22 @@ in-kernel timestamps after a warm-up.
 `measure_hardware(reps)` returns the sections as plain dicts;
 `calibrate_measure(gpu, out_dir, reps)` adds the real kernels' tasks and
 mapping runs (`gpu.calibration_runs`) and writes the three raw files that
-`sim/calibrate` fits. Pure helpers (ranks, the L2 knee, dispatch statistics,
-the header) run without a GPU so CI can test them.
+`sim/calibrate` fits. Pure helpers (the L2 knee, dispatch statistics) run
+without a GPU so CI can test them.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from megasim.gpu.backend import KERNEL_DIR, device_info, git_commit, require_cupy
-from megasim.gpu.backend import kernel_build_hash
+from megasim.contract.ranking import spearman
+from megasim.gpu.backend import KERNEL_DIR, measurement_header, require_cupy
 
 SCHEMA_VERSION = 1
 SOURCE = KERNEL_DIR / "microbench.cu"
@@ -48,24 +46,6 @@ def gpu_short_name(device: str) -> str:
     """'NVIDIA H200' -> 'h200', 'NVIDIA H100 80GB HBM3' -> 'h100'."""
     m = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", device)
     return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "_", device.lower()).strip("_")
-
-
-def ranks(x) -> np.ndarray:
-    """Ranks from 0, ties sharing their average rank."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    r[order] = np.arange(len(x), dtype=np.float64)
-    _, inv = np.unique(x, return_inverse=True)
-    sums, counts = np.bincount(inv, weights=r), np.bincount(inv)
-    return (sums / counts)[inv]
-
-
-def spearman(a, b) -> float:
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return float((ra * rb).sum() / den) if den > 0 else float("nan")
 
 
 def l2_knee(sweep: list[dict], l2_bytes: int) -> dict:
@@ -190,20 +170,8 @@ def dispatch_summary(rows: list[dict]) -> dict:
 
 
 def make_header() -> dict:
-    """Device, driver, library versions, commit and kernel build for every raw file."""
-    info = device_info()
-    try:
-        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        drv = []
-    return {"device": info["device"], "driver": drv[0] if drv else None,
-            "driver_version": info["driver_version"], "runtime_version": info["runtime_version"],
-            "cupy_version": info["cupy_version"], "compute_capability": info["compute_capability"],
-            "sm_count": info["sm_count"], "l2_bytes": info["l2_bytes"], "git_commit": git_commit(),
-            "kernel_build": kernel_build_hash(),
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-            "schema_version": SCHEMA_VERSION}
+    """`measurement_header` and this module's schema version, for every raw file."""
+    return {**measurement_header(), "schema_version": SCHEMA_VERSION}
 
 
 # ---- device side ------------------------------------------------------------------
@@ -522,12 +490,12 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
         micro["tasks"] = []
         if "tasks" in parts:
             try:
-                micro["tasks"] = cr.measure_tasks(reps=reps, layers=layers)
+                micro["tasks"] = cr.measure_tasks(gpu_name, reps=reps, layers=layers)
             except Exception as exc:  # the hardware sections are still worth writing
                 micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
         paths.append(_write(out / f"{gpu_name}_micro.json", micro))
     if "runs" in parts:
-        runs, trace = cr.measure_runs(reps=reps, layers=layers, budget_s=budget_s)
+        runs, trace = cr.measure_runs(gpu_name, reps=reps, layers=layers, budget_s=budget_s)
         paths.append(_write(out / f"{gpu_name}_runs.json", {"header": {**header, **runs.pop("header_extra")},
                                                             **runs}))
         if trace is not None:

@@ -7,8 +7,6 @@ from megasim.contract.problem import Op
 
 from .conftest import BLOCK, synthetic_graph, toy_gpu
 
-pytestmark = []
-
 
 def test_compute_only_runs_at_flops_over_peak(gpu):
     n, f = 400, 1e5

@@ -192,10 +192,13 @@ def occupancy(cp, fn, threads: int, dyn_smem: int) -> int:
                           attrs["MaxSharedMemoryPerMultiprocessor"] // smem))
 
 
-def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
-    """Each stage kernel alone, L2 flushed before every call, at its own and at forced lower occupancies."""
+def measure_tasks(gpu: str, reps: int = 20, layers=None) -> list[dict]:
+    """Each stage kernel alone, L2 flushed before every call, at its own and at forced lower occupancies.
+
+    Each layer runs on `gpu`'s partition (scenarios/partitions).
+    """
     from megasim.gpu.backend import require_cupy
-    from megasim.app.bench import partition_for
+    from megasim.app.catalog import partition_for
     from megasim.gpu.megakernel import Workspace
     from megasim.gpu.nonfused import NonFusedConv
     from megasim.gpu.timing import rotation_inputs
@@ -208,7 +211,7 @@ def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
     rows = []
     for name in names:
         layer = load_layer(name)
-        part = partition_for(layer)
+        part = partition_for(layer, gpu)
         graph = build_graph(layer, WinogradVariant(4), part)
         ws = Workspace(graph)
         nf = NonFusedConv(graph, workspace=ws)
@@ -265,10 +268,10 @@ def _stage_times(cp, nf, xs, wts, ys, reps: int) -> list[float]:
     return [float(v) for v in np.median(np.array(per), axis=0)]
 
 
-def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
-    """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
+def measure_runs(gpu: str, reps: int = 20, layers=None, budget_s: float = 400.0):
+    """(runs part, trace part) of the raw files on `gpu`'s partitions; layers past the budget are skipped, listed."""
     from megasim.gpu.backend import require_cupy
-    from megasim.app.bench import partition_for
+    from megasim.app.catalog import partition_for
     from megasim.gpu.timing import rotation_inputs, time_launches
     from megasim.gpu.megakernel import FusedConv, Workspace
     from megasim.gpu.nonfused import NonFusedConv
@@ -285,7 +288,7 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
             continue
         t0 = time.perf_counter()
         layer = load_layer(name)
-        part = partition_for(layer)
+        part = partition_for(layer, gpu)
         graph = build_graph(layer, WinogradVariant(4), part)
         xs, wts, ys = rotation_inputs(cp, layer, 7)
         nsets = len(xs)
