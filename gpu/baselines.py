@@ -17,13 +17,12 @@ already in the layout it wants.
 """
 from __future__ import annotations
 
-import math
 
-import numpy as np
 
 from megasim.gpu import cudnn
+from megasim.gpu.backend import measurement_header
 from megasim.gpu.cudnn import CudnnError, DataType, FwdAlgo, Layout
-from megasim.gpu.timing import time_launches
+from megasim.gpu.timing import rotation_set_count, time_launches
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer
 
@@ -55,9 +54,7 @@ def _empty_result(name: str, layout: Layout, status: str) -> dict:
 
 def _rotation_sets(layer: Layer, x, w, l2_multiple: float, max_sets: int, seed: int) -> list[tuple]:
     """(x, w) NHWC/KRSC pairs: the caller's first, then fresh random ones, together > l2_multiple x L2."""
-    l2 = cp.cuda.Device().attributes["L2CacheSize"]
-    set_bytes = 4 * (x.size + w.size + layer.n * layer.h * layer.w * layer.k)
-    nsets = min(max_sets, max(2, math.ceil(l2_multiple * l2 / set_bytes)))
+    nsets = rotation_set_count(cp, layer, l2_multiple, max_sets)
     rng = cp.random.RandomState(seed)
     return [(x, w)] + [(rng.standard_normal(x.shape, dtype=cp.float32),
                         rng.standard_normal(w.shape, dtype=cp.float32)) for _ in range(nsets - 1)]
@@ -209,43 +206,18 @@ def rel_l2_error(out, ref) -> float:
 
 
 def device_header(commit: str | None = None) -> dict:
-    """Who measured: device, driver, library versions, git commit and date, for a results file's head."""
-    import datetime
+    """`measurement_header` plus the baselines' own libraries (cuDNN, torch, Python); `commit` overrides git's."""
     import platform
-    import subprocess
 
     _require_gpu()
-    dev = cp.cuda.Device()
-    props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    driver = None
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=20).stdout.split("\n")[dev.id].strip()
-    except (OSError, IndexError, subprocess.SubprocessError):
-        pass  # the CUDA driver API version below still identifies the driver branch
-    if commit is None:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                    timeout=20).stdout.strip() or None
-        except (OSError, subprocess.SubprocessError):
-            commit = None
     try:
         import torch
         torch_version = torch.__version__
     except ImportError:
         torch_version = None
-    return {"schema_version": SCHEMA_VERSION,
-            "device": props["name"].decode(),
-            "compute_capability": f"{props['major']}.{props['minor']}",
-            "sm_count": props["multiProcessorCount"],
-            "l2_bytes": dev.attributes["L2CacheSize"],
-            "driver": driver,
-            "cuda_driver_api": cp.cuda.runtime.driverGetVersion(),
-            "cuda_runtime": cp.cuda.runtime.runtimeGetVersion(),
-            "cudnn_version": cudnn.version(),
-            "cudnn_library": cudnn.library().megasim_path,
-            "cupy_version": cp.__version__,
-            "torch_version": torch_version,
-            "python": platform.python_version(),
-            "git_commit": commit,
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    header = {"schema_version": SCHEMA_VERSION, **measurement_header(), "cudnn_version": cudnn.version(),
+              "cudnn_library": cudnn.library().megasim_path, "torch_version": torch_version,
+              "python": platform.python_version()}
+    if commit is not None:
+        header["git_commit"] = commit
+    return header

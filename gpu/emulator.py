@@ -30,7 +30,7 @@ from megasim.contract.problem import OP_NAMES, Op
 
 
 @dataclass(frozen=True, eq=False)
-class Workspace:
+class EmulatorBuffers:
     """The buffers of one emulated launch in one dtype; tasks write into the arrays."""
 
     x: np.ndarray   # [N][H][W][C]
@@ -44,7 +44,7 @@ class Workspace:
     BT: np.ndarray
 
     @staticmethod
-    def allocate(graph: TaskGraph, x: np.ndarray, w: np.ndarray, dtype=np.float32) -> Workspace:
+    def allocate(graph: TaskGraph, x: np.ndarray, w: np.ndarray, dtype=np.float32) -> EmulatorBuffers:
         shapes = graph.ranges.shapes()
         for name, arr in (("x", x), ("w", w)):
             if np.shape(arr) != shapes[name]:
@@ -52,7 +52,7 @@ class Workspace:
                                    f"{graph.layer.name} ({graph.layer.shape()}) needs {list(shapes[name])}")
         poisoned = {name: np.full(shapes[name], np.nan, dtype=dtype) for name in ("U", "V", "M", "y")}
         AT, G, BT = transform_matrices(graph.variant.m, dtype)
-        return Workspace(x=np.asarray(x, dtype=dtype), w=np.asarray(w, dtype=dtype),
+        return EmulatorBuffers(x=np.asarray(x, dtype=dtype), w=np.asarray(w, dtype=dtype),
                          AT=AT, G=G, BT=BT, **poisoned)
 
 
@@ -62,13 +62,13 @@ def _tile_ids(graph: TaskGraph, g: int) -> tuple[slice, np.ndarray, tuple[int, i
     return tiles, np.arange(tiles.start, tiles.stop), (geo.tiles_h, geo.tiles_w)
 
 
-def filter_task(graph: TaskGraph, ws: Workspace, group: int, f: int) -> None:
+def filter_task(graph: TaskGraph, ws: EmulatorBuffers, group: int, f: int) -> None:
     """U[e][c][k] = (G g_kc G^T)[e] for the task's filters k and every channel c."""
     ks = graph.ranges.filter_k[f]
     ws.U[:, :, ks] = filter_transform(ws.w[ks], ws.G)
 
 
-def input_task(graph: TaskGraph, ws: Workspace, group: int, cb: int) -> None:
+def input_task(graph: TaskGraph, ws: EmulatorBuffers, group: int, cb: int) -> None:
     """V[e][tile][c] = (B^T d B)[e] for the group's tiles and the task's channels."""
     tiles, ids, grid = _tile_ids(graph, group)
     cs = graph.ranges.input_c[cb]
@@ -89,14 +89,14 @@ def ordered_matmul(v: np.ndarray, u: np.ndarray) -> np.ndarray:
     return acc
 
 
-def gemm_task(graph: TaskGraph, ws: Workspace, group: int, j: int) -> None:
+def gemm_task(graph: TaskGraph, ws: EmulatorBuffers, group: int, j: int) -> None:
     """M[e][tile][k] = sum_c V[e][tile][c] U[e][c][k] for the task's points e and channels k."""
     tiles, _, _ = _tile_ids(graph, group)
     es, ks = graph.ranges.gemm_block(j)
     ws.M[es, tiles, ks] = ordered_matmul(ws.V[es, tiles, :], ws.U[es, :, ks])
 
 
-def output_task(graph: TaskGraph, ws: Workspace, group: int, ob: int) -> None:
+def output_task(graph: TaskGraph, ws: EmulatorBuffers, group: int, ob: int) -> None:
     """y = A^T M_tile A at the in-image positions of the group's tiles, for the task's channels."""
     tiles, ids, grid = _tile_ids(graph, group)
     ks = graph.ranges.output_k[ob]
@@ -107,7 +107,7 @@ TASKS = {Op.FILTER_TRANSFORM: filter_task, Op.INPUT_TRANSFORM: input_task,
          Op.GEMM: gemm_task, Op.OUTPUT_TRANSFORM: output_task}
 
 
-def run_task(graph: TaskGraph, ws: Workspace, task: int) -> None:
+def run_task(graph: TaskGraph, ws: EmulatorBuffers, task: int) -> None:
     """Run one task by id, ignoring dependencies: the per-task reference."""
     TASKS[Op(graph.op[task])](graph, ws, int(graph.group[task]), int(graph.index[task]))
 
@@ -125,7 +125,7 @@ def emulate(graph: TaskGraph, mapping: Mapping, x: np.ndarray, w: np.ndarray,
     Raises MegasimError at the first block that would wait on a counter that
     no earlier block can release, or that names a task twice or none at all.
     """
-    ws = Workspace.allocate(graph, x, w, dtype)
+    ws = EmulatorBuffers.allocate(graph, x, w, dtype)
     counters = graph.counter_init.astype(np.int64)
     done = np.zeros(graph.num_tasks, dtype=bool)
     order = np.asarray(mapping.order)

@@ -19,15 +19,12 @@ in `gpu/microbench_stats.py`, without a GPU, so CI can test it.
 """
 from __future__ import annotations
 
-import datetime
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-from megasim.gpu.backend import KERNEL_DIR, device_info, git_commit, require_cupy
-from megasim.gpu.backend import kernel_build_hash
+from megasim.gpu.backend import KERNEL_DIR, measurement_header, require_cupy
 from megasim.gpu.microbench_stats import dispatch_stats, dispatch_summary, l2_knee
 
 SCHEMA_VERSION = 1
@@ -40,20 +37,8 @@ SPIN_ITERS = 24  # Hopper and Ampere keep 1 KiB per resident block for the syste
 
 
 def make_header() -> dict:
-    """Device, driver, library versions, commit and kernel build for every raw file."""
-    info = device_info()
-    try:
-        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        drv = []
-    return {"device": info["device"], "driver": drv[0] if drv else None,
-            "driver_version": info["driver_version"], "runtime_version": info["runtime_version"],
-            "cupy_version": info["cupy_version"], "compute_capability": info["compute_capability"],
-            "sm_count": info["sm_count"], "l2_bytes": info["l2_bytes"], "git_commit": git_commit(),
-            "kernel_build": kernel_build_hash(),
-            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
-            "schema_version": SCHEMA_VERSION}
+    """`measurement_header` and this module's schema version, for every raw file."""
+    return {**measurement_header(), "schema_version": SCHEMA_VERSION}
 
 
 # ---- device side ------------------------------------------------------------------

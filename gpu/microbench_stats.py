@@ -1,4 +1,4 @@
-"""What a microbenchmark's raw numbers mean: ranks, the L2 knee, dispatch order and latency.
+"""What a microbenchmark's raw numbers mean: the L2 knee, dispatch order and latency.
 
 These helpers turn the timestamps and bandwidths `gpu/microbench.py` reads
 off the device into the figures the calibration fit uses. They are pure
@@ -11,29 +11,13 @@ import re
 
 import numpy as np
 
+from megasim.contract.ranking import spearman
+
 
 def gpu_short_name(device: str) -> str:
     """'NVIDIA H200' -> 'h200', 'NVIDIA H100 80GB HBM3' -> 'h100'."""
     m = re.search(r"\b([A-Z]{1,2}\d{2,4})\b", device)
     return m.group(1).lower() if m else re.sub(r"[^a-z0-9]+", "_", device.lower()).strip("_")
-
-
-def ranks(x) -> np.ndarray:
-    """Ranks from 0, ties sharing their average rank."""
-    x = np.asarray(x, dtype=np.float64)
-    order = np.argsort(x, kind="stable")
-    r = np.empty(len(x))
-    r[order] = np.arange(len(x), dtype=np.float64)
-    _, inv = np.unique(x, return_inverse=True)
-    sums, counts = np.bincount(inv, weights=r), np.bincount(inv)
-    return (sums / counts)[inv]
-
-
-def spearman(a, b) -> float:
-    ra, rb = ranks(a), ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = np.sqrt((ra * ra).sum() * (rb * rb).sum())
-    return float((ra * rb).sum() / den) if den > 0 else float("nan")
 
 
 def l2_knee(sweep: list[dict], l2_bytes: int) -> dict:

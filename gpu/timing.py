@@ -27,16 +27,22 @@ def time_launches(cp, launch, nsets: int, reps: int, warmup: int = 3, stream=Non
             "p90_us": float(np.percentile(us, 90)), "reps": reps, "rotation_sets": nsets}
 
 
+def rotation_set_count(cp, layer, l2_multiple: float, max_sets: int) -> int:
+    """How many (x, w, y) sets (2 to `max_sets`) together exceed `l2_multiple` x this device's L2.
+
+    `time_launches` rotating over that many never finds a call's inputs left in L2 by the last one.
+    """
+    l2 = cp.cuda.Device().attributes["L2CacheSize"]
+    return min(max_sets, max(2, math.ceil(l2_multiple * l2 / layer.min_dram_bytes)))
+
+
 def rotation_inputs(cp, layer, seed: int, nsets: int | None = None, l2_multiple: float = 2.0, max_sets: int = 16):
     """Random NHWC inputs and KRSC filters with NaN-poisoned outputs, `nsets` sets of each.
 
-    By default there are enough sets (2 to `max_sets`) that together they exceed `l2_multiple` x L2,
-    so `time_launches` rotating over them never finds a call's inputs left in L2 by the last one.
+    By default, `rotation_set_count` sets.
     """
     if nsets is None:
-        l2 = cp.cuda.Device().attributes["L2CacheSize"]
-        set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 4 * layer.k * 9 * layer.c
-        nsets = min(max_sets, max(2, math.ceil(l2_multiple * l2 / set_bytes)))
+        nsets = rotation_set_count(cp, layer, l2_multiple, max_sets)
     rng = cp.random.RandomState(seed)
     xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
     ws = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]

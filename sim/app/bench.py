@@ -8,7 +8,7 @@ mapping (a strategy, or a JSON file), and time
 - fused-raw: the same with raw blockIdx (comparison only; may time out);
 - nonfused: the four kernels launched in order;
 - nonfused-graph: the same four captured once into a CUDA graph, replayed;
-- every cuDNN algorithm and torch, through gpu.baselines when present.
+- every cuDNN algorithm and torch, through gpu.baselines.
 
 Method (device notes, METHOD.md): CUDA events around each call, warm-up
 first, the median of `reps` (>= 20) calls, inputs rotated over enough fresh
@@ -23,11 +23,11 @@ import json
 import sys
 from dataclasses import asdict, replace
 
-import numpy as np
-
-from megasim.gpu.backend import device_info, gemm_plan, git_commit, require_cupy
+from megasim.gpu.backend import device_info, gemm_plan, measurement_header, require_cupy
+from megasim.gpu.baselines import device_header, run_baselines
 from megasim.gpu.interpreter import CudaInterpreter
 from megasim.gpu.megakernel import Workspace
+from megasim.gpu.microbench_stats import gpu_short_name
 from megasim.gpu.timing import rotation_inputs, time_launches
 from megasim.contract.encoding import SCHEMA_VERSION
 from megasim.contract.errors import MegasimError
@@ -37,15 +37,15 @@ from megasim.contract.files import write_then_rename
 from megasim.contract.mapping import Mapping, make, validate
 from megasim.contract.mapping.io import load_mapping, problem_of, read_mapping_file
 from megasim.contract.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
-from megasim.app.catalog import partition_for as scenario_partition
+from megasim.app.catalog import partition_for
 
 FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
 BENCH_SCHEMA_VERSION = 1
 
 
-def partition_for(layer: Layer, overrides: str | None = None) -> Partition:
-    """The H200 partition of a layer (scenarios/partitions/h200.toml), with `--partition` overrides."""
-    return scenario_partition(layer, "h200", overrides)
+def scenario_gpu(args) -> str:
+    """The GPU whose partition table (scenarios/partitions) the kernels use: `--gpu`, else this device's."""
+    return getattr(args, "gpu", None) or gpu_short_name(device_info()["device"])
 
 
 def _layers(args) -> list[Layer]:
@@ -116,7 +116,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
     if getattr(args, "mapping", None) and partition is None:
         _, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
-    part = partition or partition_for(layer, getattr(args, "partition", None))
+    part = partition or partition_for(layer, scenario_gpu(args), getattr(args, "partition", None))
     graph = build_graph(layer, variant, part)
     mp = _mapping(graph, args)
     xs, wts, ys = rotation_inputs(cp, layer, int(getattr(args, "seed", None) or 0) + 7)
@@ -130,13 +130,12 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     del fused, nonfused
 
     wino_flops = float(graph.flops.sum())
-    min_bytes = 4 * (layer.n * layer.h * layer.w * (layer.c + layer.k) + 9 * layer.c * layer.k)
     entry = {"layer": asdict(layer), "variant": variant.m, "partition": part.to_dict(),
              "gemm_plan": asdict(gemm_plan(part)), "mapping": {"strategy": mp.strategy, "params": mp.params},
              "tasks": graph.summary(), "reference": ref_name, "checks": checks,
              "fused_equals_nonfused_bitwise": bitwise, "timings": timings,
              "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
-                           "bytes_at_copy_bandwidth": min_bytes / bandwidth * 1e6},
+                           "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
     del ws, ys, config
     if baselines:
@@ -145,10 +144,6 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
 
 
 def _baselines(cp, layer, x, w, ref, reps) -> list[dict]:
-    try:
-        from megasim.gpu.baselines import run_baselines
-    except ImportError:
-        return []
     out = []
     for r in run_baselines(layer, x, w, reps):
         y = r.pop("output", None)
@@ -184,14 +179,11 @@ def bench_main(args) -> int:
     """Entry point of `megasim bench` (args: an argparse Namespace from sim/cli.py)."""
     cp = require_cupy()
     layers = _layers(args)
-    header = {"schema_version": BENCH_SCHEMA_VERSION, "task_map_schema_version": SCHEMA_VERSION,
-              **device_info(), "git_commit": git_commit(), "reps": max(20, int(getattr(args, "reps", 0) or 20)),
+    header = {**measurement_header(), "schema_version": BENCH_SCHEMA_VERSION,
+              "task_map_schema_version": SCHEMA_VERSION, "gpu": scenario_gpu(args),
+              "reps": max(20, int(getattr(args, "reps", 0) or 20)),
               "fused_timing": "includes the control-word reset copy before each launch"}
-    try:
-        from megasim.gpu.baselines import device_header
-        header["baseline_header"] = device_header(header["git_commit"])
-    except ImportError:
-        pass
+    header["baseline_header"] = device_header()
     header["copy_bandwidth_bytes_per_s"] = copy_bandwidth(cp)
     header["fp32_peak_flops"] = FP32_PEAK_FLOPS
     entries = []

@@ -111,8 +111,8 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from megasim.app.calibrate.run import validate
-    validate(args.profile, args.measurements, args.out, args.jobs, report=args.report)
+    from megasim.app.calibrate.run import validate_profile
+    validate_profile(args.profile, args.measurements, args.out, args.jobs, report=args.report)
     return 0
 
 
@@ -124,6 +124,15 @@ def cmd_bench(args) -> int:
 def cmd_search(args) -> int:
     from megasim.app.search.command import search_main
     return search_main(args)
+
+
+def _bench_args(p):
+    _problem_args(p)
+    p.add_argument("--gpu", help="whose partition table (scenarios/partitions) to use; default: this device's")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--out", help="write the results JSON here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,12 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)
     val.set_defaults(func=cmd_validate)
-    bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
-    _problem_args(bench)
-    bench.add_argument("--reps", type=int, default=20)
-    bench.add_argument("--out", help="write the results JSON here")
-    bench.add_argument("--json", action="store_true")
-    bench.set_defaults(func=cmd_bench)
+    _bench_args(sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU"))
     srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
     srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")

@@ -164,9 +164,10 @@ def _num_sms(num_sms, *record_sets) -> int:
     return max(seen) if seen else 1
 
 
-def _save(fig, path) -> None:
+def save_png(fig, path, dpi: int = 110) -> None:
+    """Every figure megasim writes: a PNG renamed into place, and the figure closed."""
     with write_then_rename(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
+        fig.savefig(tmp, dpi=dpi, format="png")
     plt.close(fig)
 
 
@@ -208,7 +209,7 @@ def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | Non
         bottom.set_xlabel("")
         _draw_utilisation(axes[2], utilisation)
     fig.subplots_adjust(left=0.06, right=0.83, top=0.93, bottom=0.07)
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def plot_timeline_pair(sim_records: np.ndarray, gpu_records: np.ndarray, path,
@@ -239,4 +240,4 @@ def plot_timeline_pair(sim_records: np.ndarray, gpu_records: np.ndarray, path,
         plt.Line2D([], [], color=SPIN_GREY, label="spinning")]
     a.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False, fontsize=9)
     fig.subplots_adjust(left=0.07, right=0.82, top=0.91, bottom=0.06)
-    _save(fig, path)
+    save_png(fig, path)

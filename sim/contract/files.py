@@ -1,9 +1,10 @@
-"""File helpers every layer uses: TOML reading with one-line errors, and write-then-rename.
+"""File helpers every layer uses: TOML and JSON reading with one-line errors, and write-then-rename.
 
 Write-then-rename means an interrupted or failed write leaves nothing half-written.
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -42,3 +43,13 @@ def read_toml(path: Path) -> dict:
     except OSError as exc:
         raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
 
+
+def read_json(path) -> dict:
+    """A JSON file's contents; a bad or unreadable file is one MegasimError naming it."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise MegasimError(f"{path}: malformed JSON: {exc}") from None

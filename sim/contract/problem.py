@@ -24,8 +24,8 @@ class Op(IntEnum):
     OUTPUT_TRANSFORM = 3
 
 
-OP_NAMES = {Op.FILTER_TRANSFORM: "filter", Op.INPUT_TRANSFORM: "input",
-            Op.GEMM: "gemm", Op.OUTPUT_TRANSFORM: "output"}
+# The one spelling of each op in files, profiles (compute_efficiency keys), traces and messages.
+OP_NAMES = {op: op.name.lower() for op in Op}
 
 
 def _positive(owner: str, **values: int) -> None:
@@ -52,6 +52,15 @@ class Layer:
     def direct_flops(self) -> int:
         """FLOPs of the direct convolution: the yardstick for 'effective' rates."""
         return 2 * self.n * self.k * self.h * self.w * self.c * 9
+
+    @property
+    def min_dram_bytes(self) -> int:
+        """Bytes any implementation must move: x and w read once, y written once (FP32).
+
+        The DRAM floor of the simulator's report and of `megasim bench`, and the size of
+        one input set when timing rotates over sets larger than L2.
+        """
+        return FLOAT_BYTES * (self.n * self.h * self.w * (self.c + self.k) + 9 * self.c * self.k)
 
     def shape(self) -> str:
         return f"N={self.n} C={self.c} H={self.h} W={self.w} K={self.k}"

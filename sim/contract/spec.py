@@ -11,7 +11,7 @@ import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import Op, StageResources
+from megasim.contract.problem import OP_NAMES, Op, StageResources
 
 
 def _f(help_: str, default=MISSING):
@@ -83,7 +83,7 @@ class GPUSpec:
 
     def efficiency(self, op: Op, channels: int | None = None) -> float:
         """Achieved fraction of FP32 peak for a task type; a GEMM's depends on its loop length C."""
-        eff = float(self.compute_efficiency.get(op.name.lower(), 1.0))
+        eff = float(self.compute_efficiency.get(OP_NAMES[op], 1.0))
         if op == Op.GEMM and channels and self.gemm_half_efficiency_channels:
             eff *= channels / (channels + self.gemm_half_efficiency_channels)
         return eff

@@ -21,7 +21,7 @@ class Clock:
         self.pending: dict[float, list] = {}
 
     def call_later(self, delay: float, fn, arg) -> None:
-        """Call `fn(arg)` `delay` cycles from now (rounded up to the quantum)."""
+        """Call `fn(arg)` `delay` cycles from now (rounded to the nearest multiple of the quantum, never before now)."""
         now = self.env.now
         when = now + delay
         if self.quantum:

@@ -39,7 +39,7 @@ from megasim.engine.l2 import L2Model
 from megasim.engine.psqueue import PSQueue
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
-from megasim.contract.problem import Op, StageResources
+from megasim.contract.problem import OP_NAMES, Op, StageResources
 from megasim.contract.spec import GPUSpec
 from megasim.contract.records import empty_records
 
@@ -86,7 +86,7 @@ class _Machine:
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.overhead = gpu.task_overhead_cycles
         self.latency_floor = gpu.dram_latency_cycles
-        self.block_bw = [gpu.block_bytes_per_cycle.get(op.name.lower(), 0.0) for op in Op]
+        self.block_bw = [gpu.block_bytes_per_cycle.get(OP_NAMES[op], 0.0) for op in Op]
         total = sum(len(k.tasks) for k in kernels)
         self.order = np.concatenate([k.tasks for k in kernels]).tolist()
         self.sm = [-1] * total
@@ -261,7 +261,7 @@ class _Machine:
                 if c != NO_COUNTER and self.remaining[c] > 0:
                     parents = [pos[p] for p in self.graph.parents_of_counter(c).tolist() if self.t_end[pos[p]] < 0]
                     undispatched = [p for p in parents if self.sm[p] < 0]
-                    parts.append(f"block {b} (task {task}, {Op(self.op[task]).name.lower()}) waits on counter {c} "
+                    parts.append(f"block {b} (task {task}, {OP_NAMES[Op(self.op[task])]}) waits on counter {c} "
                                  f"for parent blocks {parents[:5]}{'...' if len(parents) > 5 else ''}"
                                  f" ({len(undispatched)} never dispatched)")
         more = f"; {len(spinning) - 3} more spinning" if len(spinning) > 3 else ""

@@ -41,7 +41,5 @@ def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_ro
 
 def floors_us(graph: TaskGraph, gpu) -> dict:
     """The two floors: Winograd FLOPs at the FP32 peak, compulsory bytes at DRAM bandwidth."""
-    L = graph.layer
-    compulsory = 4 * (L.n * L.c * L.h * L.w + L.k * L.c * 9 + L.n * L.k * L.h * L.w)
     return {"flop_floor_us": float(graph.flops.sum()) / (gpu.peak_fp32_tflops * 1e6),
-            "dram_floor_us": compulsory / (gpu.dram_gbps * 1e3)}
+            "dram_floor_us": graph.layer.min_dram_bytes / (gpu.dram_gbps * 1e3)}

@@ -17,7 +17,7 @@ import pytest
 from megasim.contract.graph import build_graph
 from megasim.contract.problem import FLOAT_BYTES, Layer, Op, Partition, WinogradVariant
 from megasim.contract.regions import INPUT_CHUNK_TILES, Buffer
-from megasim.gpu.emulator import Workspace, run_task
+from megasim.gpu.emulator import EmulatorBuffers, run_task
 
 CASES = {
     # ragged H and W, short last group, channel, point and K blocks; filter and output blocks straddle GEMM K blocks
@@ -130,7 +130,7 @@ def test_regions_cover_exactly_what_the_emulator_touches(case):
     layer, m, part = case
     graph = build_graph(layer, WinogradVariant(m), part)
     rng = np.random.default_rng(0)
-    ws = Workspace.allocate(graph, rng.standard_normal((layer.n, layer.h, layer.w, layer.c)),
+    ws = EmulatorBuffers.allocate(graph, rng.standard_normal((layer.n, layer.h, layer.w, layer.c)),
                             rng.standard_normal((layer.k, 3, 3, layer.c)), np.float64)
     log = []
     ws = dataclasses.replace(ws, **{name: Recording(getattr(ws, name), name, log) for name in BUFFERS})

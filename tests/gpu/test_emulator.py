@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from megasim.gpu.emulator import Workspace, emulate, run_task
+from megasim.gpu.emulator import EmulatorBuffers, emulate, run_task
 from megasim.gpu.winograd import direct_conv
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
@@ -80,7 +80,7 @@ def test_reversed_mapping_is_refused_at_block_zero(tiny_graph):
     last = tiny_graph.num_tasks - 1
     reversed_order = Mapping(order=np.arange(tiny_graph.num_tasks)[::-1].copy())
     counter = tiny_graph.waits_on[last, 0]
-    with pytest.raises(MegasimError, match=rf"block 0 \(task {last}, output .*counter {counter}\b"):
+    with pytest.raises(MegasimError, match=rf"block 0 \(task {last}, output_transform .*counter {counter}\b"):
         emulate(tiny_graph, reversed_order, x, w)
 
 
@@ -113,7 +113,7 @@ def test_wrong_input_shape_is_refused(tiny_graph):
 def test_skipped_output_task_leaves_exactly_its_slice_unwritten(tiny_graph):
     """Buffers start as NaN, so output coverage is visible: one missing task, one NaN hole."""
     x, w = random_problem(tiny_graph.layer, 8)
-    ws = Workspace.allocate(tiny_graph, x, w)
+    ws = EmulatorBuffers.allocate(tiny_graph, x, w)
     skipped = tiny_graph.tasks_of(Op.OUTPUT_TRANSFORM)[1]
     for task in range(tiny_graph.num_tasks):
         if task != skipped:

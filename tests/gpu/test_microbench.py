@@ -27,12 +27,6 @@ HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_ve
 
 # ---- pure helpers -----------------------------------------------------------------
 
-def test_ranks_share_ties_and_spearman_known_answers():
-    assert ms.ranks([10, 20, 20, 30]).tolist() == [0.0, 1.5, 1.5, 3.0]
-    assert ms.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert ms.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-
-
 def test_l2_knee_halfway_between_plateaus():
     l2 = 64 << 20
     sweep = [{"bytes": b << 20, "gbps": g} for b, g in
@@ -92,11 +86,6 @@ def test_dispatch_summary_reads_latency_rate_and_lead_sms():
     s = ms.dispatch_summary(rows)
     assert s["first_wave_lead_sms"] == [6, 7]
     assert s["latency_cycles"] == pytest.approx(300, abs=8) and s["blocks_per_us"] > 0
-
-
-def test_header_kernel_build_is_the_fits_hash():
-    from megasim.gpu.backend import kernel_build_hash
-    assert mb.kernel_build_hash() == kernel_build_hash()
 
 
 def test_gpu_short_name():
@@ -164,8 +153,8 @@ def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
     monkeypatch.setattr(measure, "make_header", lambda: dict(header))
     monkeypatch.setattr(measure, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {
         "dispatch": [], "dispatch_summary": {}})
-    monkeypatch.setattr(cr, "measure_tasks", lambda reps, layers: [])
-    monkeypatch.setattr(cr, "measure_runs", lambda reps, layers, budget_s: (
+    monkeypatch.setattr(cr, "measure_tasks", lambda gpu, reps, layers: [])
+    monkeypatch.setattr(cr, "measure_runs", lambda gpu, reps, layers, budget_s: (
         {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
                                                         "params": {}, "records": []}))
     paths = measure.calibrate_measure("h200", str(tmp_path), 20)

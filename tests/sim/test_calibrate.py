@@ -4,11 +4,12 @@ import math
 import pytest
 
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
-from megasim.app.calibrate.metrics import mape, spearman, summarise
+from megasim.app.calibrate.metrics import mape, summarise
 from megasim.app.calibrate.predict import predict_fused, predict_kernel, predict_nonfused
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, save_profile
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Op, Partition
+from megasim.contract.ranking import ranks, spearman
 from megasim.app.catalog import load_gpu
 
 TRUTH = {"filter_transform": 0.2, "input_transform": 0.25, "gemm": 0.4, "output_transform": 0.3}
@@ -71,6 +72,7 @@ def test_metrics_known_values():
     assert mape([110, 90], [100, 100]) == pytest.approx(0.1)
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert ranks([10, 20, 20, 30]).tolist() == [0.0, 1.5, 1.5, 3.0]
     rows = [{"layer": "L", "split": "heldout", "strategy": "paper", "params": {"dig": d}, "fused_us": f,
              "nonfused_us": 100.0, "pred_fused_us": p, "pred_nonfused_us": 110.0}
             for d, f, p in ((0, 90.0, 95.0), (1, 80.0, 99.0), (2, 95.0, 85.0))]

@@ -45,3 +45,9 @@ def test_counters_start_at_their_parent_counts():
     g = build_graph(Layer(2, 16, 12, 12, 16))
     for c in range(len(g.counter_init)):
         assert g.counter_init[c] == np.count_nonzero(g.signals == c)
+
+
+def test_min_dram_bytes_is_one_pass_over_x_w_and_y():
+    layer = Layer(2, 3, 5, 7, 4)
+    x, w, y = layer.n * layer.h * layer.w * layer.c, layer.k * 9 * layer.c, layer.n * layer.h * layer.w * layer.k
+    assert layer.min_dram_bytes == 4 * (x + w + y)

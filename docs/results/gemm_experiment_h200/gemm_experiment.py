@@ -5,7 +5,7 @@ ROOT is put first on sys.path (the current tree, or a copy of an older commit).
 Per config: fused (paper mapping) and graph non-fused, each non-fused kernel alone,
 rel err vs float64 cuDNN, NaN count, fused == non-fused bitwise.
 """
-import json, math, os, sys, time
+import json, os, sys, time
 root, tag, out = sys.argv[1], sys.argv[2], sys.argv[3]
 OLD = "--old" in sys.argv
 sys.path.insert(0, os.path.abspath(root))
@@ -15,6 +15,7 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Partition, WinogradVariant
 from megasim.app.catalog import layer_names, load_layer
+from megasim.gpu.timing import rotation_inputs
 
 def P(t, epg, kpg, nt, cpi=32, kpo=32, kpf=4):
     return Partition(tiles_per_group=t, input_channels_per_task=cpi, gemm_mats_per_task=epg, gemm_k_per_task=kpg,
@@ -34,8 +35,8 @@ def configs(layer):
                     "#define MS_FILTER_ILP 4\n#define MS_GEMM_WARP_4X8 1\n"))
         return out
     if OLD:
-        from megasim.app.bench import partition_for
-        return [("tuned", partition_for(layer), 8, "")]
+        from megasim.app.catalog import partition_for
+        return [("tuned", partition_for(layer, "h200"), 8, "")]
     if "--final" in sys.argv:
         if layer.k == 48:
             parts = {"t64k48n96": P(64, 1, 48, 96, kpo=48, kpf=8)}
@@ -101,14 +102,9 @@ def main():
         errs = [e for e in pool.map(_precompile, jobs) if e]
     print(f"[{tag}] precompiled {len(jobs)} builds in {time.time() - t0:.0f}s; failures: {errs}", flush=True)
     rows = []
-    l2 = cp.cuda.Device().attributes["L2CacheSize"]
     for layer in layers:
-        set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 36 * layer.k * layer.c
-        nsets = min(16, max(2, math.ceil(2 * l2 / set_bytes)))
-        rng = cp.random.RandomState(11)
-        xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
-        wts = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
-        ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
+        xs, wts, ys = rotation_inputs(cp, layer, 11)
+        nsets = len(xs)
         ref = reference_fp64(layer, xs[0], wts[0])
         for name, part, bk, extra in configs(layer):
             r = {"tag": tag, "layer": layer.name, "config": name, "bk": bk, "partition": part.to_dict(), "extra": extra}
@@ -181,13 +177,8 @@ def mapsweep():
         parts = {"t64k64n128": P(64, 1, 64, 128, kpf=8)}
         if layer.k >= 128:
             parts["t64k128n128"] = P(64, 1, 128, 128, kpf=8)
-        l2 = cp.cuda.Device().attributes["L2CacheSize"]
-        set_bytes = 4 * layer.n * layer.h * layer.w * (layer.c + layer.k) + 36 * layer.k * layer.c
-        nsets = min(16, max(2, math.ceil(2 * l2 / set_bytes)))
-        rng = cp.random.RandomState(11)
-        xs = [rng.standard_normal((layer.n, layer.h, layer.w, layer.c), dtype=cp.float32) for _ in range(nsets)]
-        wts = [rng.standard_normal((layer.k, 3, 3, layer.c), dtype=cp.float32) for _ in range(nsets)]
-        ys = [cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32) for _ in range(nsets)]
+        xs, wts, ys = rotation_inputs(cp, layer, 11)
+        nsets = len(xs)
         ref = reference_fp64(layer, xs[0], wts[0])
         for pname, part in parts.items():
             graph = build_graph(layer, WinogradVariant(4), part)

@@ -121,12 +121,10 @@ def plot(data: dict, out_dir) -> list[str]:
 
 
 def _save(fig, out_dir, name) -> str:
-    import matplotlib.pyplot as plt
+    from megasim.app.plot import save_png
     path = f"{out_dir}/{name}"
     fig.tight_layout()
-    with write_then_rename(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
     return path
 
 

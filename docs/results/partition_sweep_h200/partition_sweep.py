@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from megasim.app.bench import bench_layer, copy_bandwidth, partition_for
+from megasim.app.bench import bench_layer, copy_bandwidth
+from megasim.app.catalog import partition_for
 from megasim.app.catalog import layer_names, load_layer
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import GEMM_K_STEP, Partition
@@ -41,7 +42,7 @@ def main(argv=None) -> int:
     rows = []
     names = layer_names() if args.layer == "all" else [args.layer]
     for layer in map(load_layer, names):
-        for part in ([partition_for(layer)] if args.tuned else SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
+        for part in ([partition_for(layer, "h200")] if args.tuned else SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
             try:
                 e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False,
                                 k_step=args.k_step)

@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
+from megasim.contract.ranking import spearman
+from megasim.app.search.runner import point_key
 
 
 def analyse(measured: dict, predicted: dict, top: int = 5, tolerance: float = 0.03) -> dict:
@@ -47,21 +49,9 @@ def analyse(measured: dict, predicted: dict, top: int = 5, tolerance: float = 0.
         "runs_to_within_tolerance": runs_needed,
         "tolerance": tolerance,
         "runs_saved": len(keys) - runs_needed,
-        "spearman": _spearman([measured_rank[k] for k in keys],
-                              [by_predicted.index(k) + 1 for k in keys]),
+        "spearman": spearman([measured_rank[k] for k in keys],
+                             [by_predicted.index(k) + 1 for k in keys]),
     }
-
-
-def _spearman(a: list[int], b: list[int]) -> float:
-    n = len(a)
-    if n < 2:
-        return float("nan")
-    d2 = sum((x - y) ** 2 for x, y in zip(a, b))
-    return 1 - 6 * d2 / (n * (n * n - 1))
-
-
-def point_key(point: dict) -> str:
-    return json.dumps(point, sort_keys=True)
 
 
 def tables(sweep: dict) -> dict[str, dict]:

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
+from megasim.app.search.runner import point_key
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,12 +36,13 @@ def grid_points(grid: dict = GRID) -> list[dict]:
 
 
 def row_key(layer: str, point: dict) -> str:
-    return json.dumps({"layer": layer, **point}, sort_keys=True)
+    return point_key({"layer": layer, **point})
 
 
 def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
-    from megasim.gpu.backend import device_info, git_commit
-    from megasim.app.bench import copy_bandwidth, partition_for  # the kernels' partition table (scenarios/partitions)
+    from megasim.gpu.backend import measurement_header
+    from megasim.app.bench import copy_bandwidth
+    from megasim.app.catalog import partition_for
     from megasim.contract.problem import WinogradVariant
     from megasim.app.catalog import load_layer
     from megasim.app.search.hardware import measure, require_gpu
@@ -49,13 +51,13 @@ def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
     from megasim.app.catalog import load_gpu
     cp = require_gpu()
     doc = json.loads(out.read_text()) if out.exists() else {"rows": []}
-    doc["header"] = {"schema": SWEEP_SCHEMA, **device_info(), "git_commit": git_commit(), "reps": reps,
+    doc["header"] = {"schema": SWEEP_SCHEMA, **measurement_header(), "reps": reps,
                      "gpu": gpu_name, "grid": {k: list(v) for k, v in GRID.items()}, "strategy": "paper"}
     done = {row_key(r["layer"], r["point"]) for r in doc["rows"]}
     bw = copy_bandwidth(cp)
     for name in layers:
         layer = load_layer(name)
-        part = partition_for(layer)
+        part = partition_for(layer, gpu_name)
         space = build_space("paper", part, {k: tuple(v) for k, v in GRID.items()})
         problem = Problem(layer, WinogradVariant(4), load_gpu(gpu_name))
         for point in grid_points():

@@ -89,7 +89,7 @@ def _kernel_error(runs, op: Op, spec, pool=None) -> float:
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
-    return spec.with_model(compute_efficiency={**spec.compute_efficiency, op.name.lower(): eff}, **extra)
+    return spec.with_model(compute_efficiency={**spec.compute_efficiency, OP_NAMES[op]: eff}, **extra)
 
 
 def work_cv_from_trace(trace: dict, op: Op = Op.INPUT_TRANSFORM) -> float:
@@ -125,7 +125,7 @@ def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0
             candidates = [{"gemm_half_efficiency_channels": c0} for c0 in half_channels]
         else:
             candidates = [{"block_bytes_per_cycle": {**spec.block_bytes_per_cycle,
-                                                     **({op.name.lower(): bw} if bw else {})}}
+                                                     **({OP_NAMES[op]: bw} if bw else {})}}
                           for bw in block_bandwidths]
         best = None
         for extra in candidates:
@@ -136,11 +136,11 @@ def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0
             if best is None or err < best[0]:
                 best = (err, math.exp(log_eff), extra)
         errors[OP_NAMES[op]] = round(math.sqrt(best[0]), 4)
-        fitted[op.name.lower()] = round(best[1], 4)
+        fitted[OP_NAMES[op]] = round(best[1], 4)
         if op == Op.GEMM:
             fitted["gemm_half_efficiency_channels"] = best[2]["gemm_half_efficiency_channels"]
-        elif op.name.lower() in best[2]["block_bytes_per_cycle"]:
-            block_bw[op.name.lower()] = best[2]["block_bytes_per_cycle"][op.name.lower()]
+        elif OP_NAMES[op] in best[2]["block_bytes_per_cycle"]:
+            block_bw[OP_NAMES[op]] = best[2]["block_bytes_per_cycle"][OP_NAMES[op]]
     fitted["block_bytes_per_cycle"] = block_bw
     return fitted, errors
 

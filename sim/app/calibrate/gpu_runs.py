@@ -192,10 +192,13 @@ def occupancy(cp, fn, threads: int, dyn_smem: int) -> int:
                           attrs["MaxSharedMemoryPerMultiprocessor"] // smem))
 
 
-def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
-    """Each stage kernel alone, L2 flushed before every call, at its own and at forced lower occupancies."""
+def measure_tasks(gpu: str, reps: int = 20, layers=None) -> list[dict]:
+    """Each stage kernel alone, L2 flushed before every call, at its own and at forced lower occupancies.
+
+    Each layer runs on `gpu`'s partition (scenarios/partitions).
+    """
     from megasim.gpu.backend import require_cupy
-    from megasim.app.bench import partition_for
+    from megasim.app.catalog import partition_for
     from megasim.gpu.megakernel import Workspace
     from megasim.gpu.nonfused import NonFusedConv
     from megasim.gpu.timing import rotation_inputs
@@ -208,7 +211,7 @@ def measure_tasks(reps: int = 20, layers=None) -> list[dict]:
     rows = []
     for name in names:
         layer = load_layer(name)
-        part = partition_for(layer)
+        part = partition_for(layer, gpu)
         graph = build_graph(layer, WinogradVariant(4), part)
         ws = Workspace(graph)
         nf = NonFusedConv(graph, workspace=ws)
@@ -278,13 +281,13 @@ def _trace_run(graph, layer, part, ws, xs, wts, ys) -> dict:
             "records": [{f: rec[f].item() for f in recs.dtype.names} for rec in recs]}
 
 
-def _layer_runs(cp, layer, reps: int, mismatches: list) -> tuple[list, dict | None]:
+def _layer_runs(cp, gpu: str, layer, reps: int, mismatches: list) -> tuple[list, dict | None]:
     """Every planned mapping of one layer, fused, against its graph-replayed non-fused time."""
-    from megasim.app.bench import partition_for
+    from megasim.app.catalog import partition_for
     from megasim.gpu.megakernel import FusedConv, Workspace
     from megasim.gpu.nonfused import NonFusedConv
     from megasim.gpu.timing import rotation_inputs, time_launches
-    part = partition_for(layer)
+    part = partition_for(layer, gpu)
     graph = build_graph(layer, WinogradVariant(4), part)
     xs, wts, ys = rotation_inputs(cp, layer, 7)
     nsets = len(xs)
@@ -313,8 +316,8 @@ def _layer_runs(cp, layer, reps: int, mismatches: list) -> tuple[list, dict | No
     return runs, trace
 
 
-def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
-    """(runs part, trace part) of the raw files; layers beyond the wall-clock budget are skipped and listed."""
+def measure_runs(gpu: str, reps: int = 20, layers=None, budget_s: float = 400.0):
+    """(runs part, trace part) of the raw files on `gpu`'s partitions; layers past the budget are skipped, listed."""
     from megasim.app.catalog import layer_names, load_layer
     from megasim.gpu.backend import require_cupy
     cp = require_cupy()
@@ -328,7 +331,7 @@ def measure_runs(reps: int = 20, layers=None, budget_s: float = 400.0):
             skipped.append(name)
             continue
         t0 = time.perf_counter()
-        layer_runs, layer_trace = _layer_runs(cp, load_layer(name), reps, mismatches)
+        layer_runs, layer_trace = _layer_runs(cp, gpu, load_layer(name), reps, mismatches)
         runs += layer_runs
         trace = layer_trace or trace
         per_layer_s[name] = round(time.perf_counter() - t0, 2)

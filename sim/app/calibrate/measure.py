@@ -43,12 +43,12 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
         micro["tasks"] = []
         if "tasks" in parts:
             try:
-                micro["tasks"] = cr.measure_tasks(reps=reps, layers=layers)
+                micro["tasks"] = cr.measure_tasks(gpu_name, reps=reps, layers=layers)
             except Exception as exc:  # the hardware sections are still worth writing
                 micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
         paths.append(_write(out / f"{gpu_name}_micro.json", micro))
     if "runs" in parts:
-        runs, trace = cr.measure_runs(reps=reps, layers=layers, budget_s=budget_s)
+        runs, trace = cr.measure_runs(gpu_name, reps=reps, layers=layers, budget_s=budget_s)
         paths.append(_write(out / f"{gpu_name}_runs.json", {"header": {**header, **runs.pop("header_extra")},
                                                             **runs}))
         if trace is not None:

@@ -9,30 +9,14 @@ from collections import defaultdict
 
 import numpy as np
 
+from megasim.contract.ranking import spearman
+
 SPEARMAN_MIN_MAPPINGS = 10
 
 
 def mape(pred, meas) -> float:
     pred, meas = np.asarray(pred, float), np.asarray(meas, float)
     return float(np.mean(np.abs(pred - meas) / meas)) if len(meas) else float("nan")
-
-
-def _ranks(x) -> np.ndarray:
-    x = np.asarray(x, float)
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(len(x))
-    for v in np.unique(x):
-        tie = x == v
-        ranks[tie] = ranks[tie].mean()
-    return ranks
-
-
-def spearman(a, b) -> float:
-    ra, rb = _ranks(a), _ranks(b)
-    if ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
 
 
 def summarise(rows: list[dict]) -> dict:

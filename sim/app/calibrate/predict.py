@@ -7,7 +7,6 @@ validation report and the regression test, so all three predict alike.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 from megasim.contract.graph import build_graph
@@ -38,13 +37,6 @@ def _mapping(layer: tuple, variant: int, partition: tuple, strategy: str, params
 def mapping_of(run: dict):
     return _mapping(_freeze(run["layer"]), run.get("variant", 4), _freeze(run["partition"]),
                     run["strategy"], _freeze(run.get("params", {})))
-
-
-@dataclass(frozen=True)
-class Prediction:
-    fused_us: float | None
-    nonfused_us: float | None
-    kernels_us: tuple | None
 
 
 def predict_fused(run: dict, spec) -> float:

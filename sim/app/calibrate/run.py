@@ -10,8 +10,9 @@ from megasim.gpu.backend import kernel_build_hash
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.metrics import summarise
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, save_profile
-from megasim.app.calibrate.validate import plot_scatter, predict_runs, read_json, simulated_records, write_report
+from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
+from megasim.contract.files import read_json
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
 
@@ -61,7 +62,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     return profile
 
 
-def validate(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
+def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
     doc = read_json(measurements)

@@ -8,7 +8,6 @@ Outputs, all reproducible on a CPU from committed data:
 """
 from __future__ import annotations
 
-import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from megasim.contract.files import write_then_rename
 from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS, summarise
 from megasim.app.calibrate.predict import graph_of, mapping_of, predict_fused, predict_kernel, predict_nonfused
 from megasim.contract.problem import Op
-from megasim.contract.errors import MegasimError
 
 
 def _predict_one(args):
@@ -48,20 +46,11 @@ def predict_runs(runs: list[dict], spec, jobs: int = 2) -> list[dict]:
     return rows
 
 
-def read_json(path) -> dict:
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise MegasimError(f"{path}: malformed JSON: {exc}") from None
-
-
 def plot_scatter(rows, path, gpu: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from megasim.app.plot import save_png
     fig, ax = plt.subplots(figsize=(6.4, 6))
     for kind, marker, colour in (("fused", "o", "tab:blue"), ("nonfused", "s", "tab:orange")):
         for split, fill in (("train", True), ("heldout", False)):
@@ -81,9 +70,7 @@ def plot_scatter(rows, path, gpu: str) -> None:
            ylabel="predicted (us)", title=f"{gpu.upper()}: simulator vs hardware, every measured run")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    with write_then_rename(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    save_png(fig, path)
 
 
 def simulated_records(run: dict, spec, policy: str):

@@ -59,7 +59,7 @@ def regret(rows: list[dict]) -> float | None:
 def validate_top(problem, space, top: list[dict], reference: dict | None, out: Path, reps: int = 20) -> dict:
     """Measure `top` (ranked rows) plus the paper default; write validation.json; return the document."""
     cp = require_gpu()
-    from megasim.gpu.backend import device_info, git_commit
+    from megasim.gpu.backend import measurement_header
     from megasim.app.bench import copy_bandwidth
     bw = copy_bandwidth(cp)
     names = [p.name for p in space.params]
@@ -74,7 +74,7 @@ def validate_top(problem, space, top: list[dict], reference: dict | None, out: P
         c.update(measure(problem, space, c["point"], reps, bw))
         cp.get_default_memory_pool().free_all_blocks()
     ranked = [c for c in candidates if c["label"] != "paper default"]
-    doc = {"header": {**device_info(), "git_commit": git_commit(), "reps": reps},
+    doc = {"header": {**measurement_header(), "reps": reps},
            "layer": problem.layer.name, "candidates": candidates, "regret": regret(ranked + [
                c for c in candidates if c["label"] == "paper default"]),
            "regret_definition": "measured(simulator's pick) / fastest measured candidate - 1"}

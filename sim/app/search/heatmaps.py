@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from megasim.contract.files import write_then_rename  # noqa: E402
+from megasim.app.plot import save_png  # noqa: E402
 
 PAIRS = (("dig", "m", "D_IG", "heatmap_dig_m.png", "Fig. 9"),
          ("dgo", "m", "D_GO", "heatmap_dgo_m.png", "Fig. 10"))
@@ -81,9 +81,7 @@ def plot_pair(table, space, x, y, xlabel, path, title, reference=None):
     ax.set_title(title, fontsize=10)
     bar = fig.colorbar(im, ax=ax, shrink=0.9)
     bar.set_label("speedup over the paper default (best in cell)" if ref_us else "predicted fused time, us (best in cell)")
-    with write_then_rename(path) as tmp:
-        fig.savefig(tmp, dpi=130, format="png")
-    plt.close(fig)
+    save_png(fig, path, dpi=130)
     return path
 
 

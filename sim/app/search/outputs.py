@@ -19,8 +19,6 @@ from megasim.contract.mapping.io import save_mapping
 from megasim.app.search.runner import SearchResult, partition_key
 
 STATUS = {"COMPLETE": "ok", "PRUNED": "rejected", "FAIL": "failed"}
-NUMBERS = ("fused_us", "nonfused_us", "speedup_vs_nonfused", "vs_paper_default", "infusible", "num_tbs",
-           "blocks_per_sm", "sim_seconds")
 
 
 def rows(result: SearchResult, space) -> list[dict]:

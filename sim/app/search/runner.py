@@ -71,6 +71,7 @@ def partition_key(part) -> str:
 
 
 def point_key(point: dict) -> str:
+    """A point as a dict key: the same parameters and values give the same string."""
     return json.dumps(point, sort_keys=True)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
-from megasim.contract.problem import Op
+from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.registry import Registry
 
 
@@ -71,7 +71,7 @@ def validate(graph: TaskGraph, mapping: Mapping) -> None:
             parents = graph.parents_of_counter(w[t])
             late = parents[pos[parents] > pos[t]]
             raise MegasimError(
-                f"illegal mapping: block {pos[t]} (task {t}, {Op(graph.op[t]).name.lower()} of group "
+                f"illegal mapping: block {pos[t]} (task {t}, {OP_NAMES[Op(graph.op[t])]} of group "
                 f"{graph.group[t]}) comes before its parent block(s) {_first(np.sort(pos[late]))}; "
                 f"{len(child)} children are early in all")
 

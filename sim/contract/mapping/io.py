@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.contract.files import write_then_rename
+from megasim.contract.files import read_json, write_then_rename
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
@@ -34,13 +34,7 @@ def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None) -> Pa
 
 
 def read_mapping_file(path) -> dict:
-    try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except OSError as exc:
-        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise MegasimError(f"{path}: malformed mapping JSON: {exc}") from None
+    doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("order"), list):
         raise MegasimError(f"{path}: not a schema-{SCHEMA} mapping file (needs schema, layer, variant, partition, order)")
     return doc
