@@ -4,7 +4,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import strategies as st
 
+from megasim.contract.options import declared
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,3 +59,15 @@ def tiny_partition():
 @pytest.fixture
 def f43():
     return WinogradVariant(4)
+
+
+@pytest.fixture(scope="session")
+def drawn_options():
+    """`drawn_options(entry, small)`: a hypothesis strategy for a registry entry's options, read from its
+    declaration: each integer option takes one of its search values or a small integer from its lowest."""
+    def options_of(entry, small: int):
+        ints = [o for o in declared(entry.options) if o.type is int and o.search]
+        return st.fixed_dictionaries({o.name: st.one_of(st.sampled_from(o.search),
+                                                        st.integers(min(o.search), min(o.search) + small))
+                                      for o in ints})
+    return options_of

@@ -34,10 +34,10 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.files import write_then_rename
-from megasim.contract.mapping import Mapping, make, validate
-from megasim.contract.mapping.io import load_mapping, problem_of, read_mapping_file
+from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
 from megasim.app.catalog import partition_for
+from megasim.app.choices import mapping_from_args
 
 FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
 BENCH_SCHEMA_VERSION = 1
@@ -56,16 +56,6 @@ def _layers(args) -> list[Layer]:
     if name == "all" and not shape:
         return [load_layer(n) for n in layer_names()]
     return [resolve_layer(name, shape)]
-
-
-def _mapping(graph, args) -> Mapping:
-    if getattr(args, "mapping", None):
-        return load_mapping(args.mapping, graph)
-    strategy = getattr(args, "strategy", None) or "paper"
-    params = {k: getattr(args, k, None) for k in ("dig", "dgo", "m", "seed")}
-    mp = make(graph, strategy, **{k: v for k, v in params.items() if v is not None})
-    validate(graph, mp)
-    return mp
 
 
 def copy_bandwidth(cp, nbytes: int = 2 << 30) -> float:
@@ -118,7 +108,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
         _, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
     part = partition or partition_for(layer, scenario_gpu(args), getattr(args, "partition", None))
     graph = build_graph(layer, variant, part)
-    mp = _mapping(graph, args)
+    mp = mapping_from_args(graph, args)
     xs, wts, ys = rotation_inputs(cp, layer, int(getattr(args, "seed", None) or 0) + 7)
     ws = Workspace(graph)
     config = RunConfig(inputs=tuple(zip(xs, wts, ys)), reps=reps)

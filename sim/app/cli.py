@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
+                                  options_from_args)
 from megasim.contract.errors import MegasimError
 
 
@@ -24,23 +26,15 @@ def _problem_args(p):
     p.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
     p.add_argument("--partition", help="overrides on the GPU's partition table (scenarios/partitions), "
                                       "e.g. tiles_per_group=64,gemm_k_per_task=32")
-    p.add_argument("--strategy", default="paper", help="mapping strategy (megasim mappings lists them)")
-    p.add_argument("--dig", type=int, help="paper: D_IG, input->GEMM distance in blocks")
-    p.add_argument("--dgo", type=int, help="paper: D_GO, GEMM->output distance in blocks")
-    p.add_argument("--m", type=int, help="paper: M, task groups sharing one filter matrix")
-    p.add_argument("--seed", type=int, help="random_topo: seed")
-    p.add_argument("--mapping", help="a mapping JSON file (from megasim search); overrides --strategy")
-
-
-def _params(args) -> dict:
-    return {k: getattr(args, k) for k in ("dig", "dgo", "m", "seed") if getattr(args, k) is not None}
+    add_choice_args(p)
 
 
 def cmd_simulate(args) -> int:
     from megasim.app.calibrate.profile import gpu_for_simulation
     from megasim.contract.problem import WinogradVariant
     from megasim.app.report import print_simulation
-    from megasim.engine.simulate import prepare, simulate
+    from megasim.contract.graph import build_graph
+    from megasim.engine.simulate import simulate
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
     if layer is None:
@@ -49,14 +43,9 @@ def cmd_simulate(args) -> int:
     else:
         from megasim.app.catalog import partition_for
         variant, partition = WinogradVariant(args.variant), partition_for(layer, gpu.name, args.partition)
-    graph, mapping = prepare(layer, variant, partition, args.strategy, _params(args), args.mapping)
-    replay_sms = None
-    if args.policy == "replay":
-        if not args.replay_trace:
-            raise MegasimError("--policy replay needs --replay-trace (a measured trace JSON)")
-        from megasim.contract.records import load_trace
-        replay_sms = load_trace(args.replay_trace)["sm"].tolist()
-    result = simulate(graph, mapping, gpu, args.policy, replay_sms)
+    graph = build_graph(layer, variant, partition)
+    mapping = mapping_from_args(graph, args)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1])
     if args.trace:
         from megasim.app.perfetto import write_trace
         write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
@@ -92,10 +81,7 @@ def cmd_gpus(args) -> int:
 
 
 def cmd_mappings(args) -> int:
-    from megasim.engine.dispatch import DISPATCH_POLICIES
-    from megasim.contract.mapping import MAPPINGS
-    print("strategies: " + ", ".join(MAPPINGS.names()))
-    print("dispatch policies: " + ", ".join(DISPATCH_POLICIES.names()))
+    print(describe())
     return 0
 
 
@@ -142,8 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
     _problem_args(sim)
     sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
-    sim.add_argument("--policy", default="in_order_round_robin", help="block dispatch policy")
-    sim.add_argument("--replay-trace", help="with --policy replay: a measured trace whose SM placement to reuse")
+    add_policy_args(sim)
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
@@ -167,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)
     val.set_defaults(func=cmd_validate)
-    _bench_args(sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU"))
+    bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
+    _bench_args(bench)
     srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
     srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
@@ -189,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
     srch.add_argument("--quiet", action="store_true", help="no progress bar")
     srch.set_defaults(func=cmd_search)
+    add_option_flags(sim, bench)
     return parser
 
 

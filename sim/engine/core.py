@@ -68,12 +68,12 @@ class RawRun:
 
 
 class _Machine:
-    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, replay_sms, quantum: float,
-                 seed: int):
+    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, policy_options: dict | None,
+                 quantum: float, seed: int):
         self.env = env = simpy.Environment()
         self.clock = Clock(env, quantum)
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
-        self.policy_name, self.replay_sms = policy, replay_sms
+        self.policy_name, self.policy_options = policy, policy_options
         self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
         self.op = graph.op.tolist()
         self.waits = graph.waits_on.tolist()
@@ -114,7 +114,7 @@ class _Machine:
         self.done_in_kernel = 0
         self.check = kern.check_deps
         slots = gpu.blocks_per_sm(kern.resources)
-        self.policy = make_policy(self.policy_name, gpu, slots, self.replay_sms)
+        self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
         self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap)
@@ -281,6 +281,7 @@ def _work_scale(n: int, cv: float, seed: int) -> list:
 
 
 def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
-                replay_sms=None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
-    """Execute `kernels` on `gpu`. `seed` draws the per-block work variation (if the spec has any)."""
-    return _Machine(graph, gpu, list(kernels), policy, replay_sms, quantum, seed).run()
+                policy_options: dict | None = None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
+    """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value);
+    `seed` draws the per-block work variation (if the spec has any)."""
+    return _Machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()

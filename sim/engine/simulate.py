@@ -4,34 +4,23 @@ from __future__ import annotations
 import time
 
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
-from megasim.contract.graph import TaskGraph, build_graph
-from megasim.contract.mapping import Mapping, infusible_count, make, validate
-from megasim.contract.mapping.io import load_mapping
+from megasim.contract.graph import TaskGraph
+from megasim.contract.mapping import Mapping, infusible_count
 from megasim.engine.result import RunStats, SimResult
 
 
-def prepare(layer, variant=None, partition=None, strategy: str = "paper", params: dict | None = None,
-            mapping_path=None) -> tuple[TaskGraph, Mapping]:
-    """The graph and a validated mapping: from a strategy, or read from a mapping file."""
-    graph = build_graph(layer, variant, partition)
-    if mapping_path is not None:
-        return graph, load_mapping(mapping_path, graph)
-    mapping = make(graph, strategy, **(params or {}))
-    validate(graph, mapping)
-    return graph, mapping
-
-
 def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_round_robin",
-             replay_sms=None) -> SimResult:
+             policy_options: dict | None = None) -> SimResult:
     """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model.
 
     A replayed trace places the megakernel's blocks; the non-fused kernels, which the trace does not
     cover, fall back to the default policy.
     """
     t0 = time.perf_counter()
-    fused = RunStats.from_raw(run_kernels(graph, fused_kernels(graph, mapping), gpu, policy, replay_sms), graph, gpu)
-    nonfused_policy = "in_order_round_robin" if policy == "replay" else policy
-    nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, nonfused_policy), graph, gpu)
+    raw = run_kernels(graph, fused_kernels(graph, mapping), gpu, policy, policy_options)
+    fused = RunStats.from_raw(raw, graph, gpu)
+    nonfused_policy = ("in_order_round_robin", None) if policy == "replay" else (policy, policy_options)
+    nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, *nonfused_policy), graph, gpu)
     window = gpu.sm_count * gpu.blocks_per_sm(graph.partition.fused_resources())
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, fused=fused, nonfused=nonfused,

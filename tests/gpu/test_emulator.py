@@ -14,10 +14,6 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import MAPPINGS, Mapping, make
 from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 
-STRATEGY_PARAMS = {
-    "paper": st.fixed_dictionaries({"dig": st.integers(0, 12), "dgo": st.integers(0, 40), "m": st.integers(1, 3)}),
-    "random_topo": st.fixed_dictionaries({"seed": st.integers(0, 2**16)}),
-}
 FP32_TOL = {2: 1e-6, 4: 1e-5, 6: 5e-5}
 
 
@@ -45,12 +41,12 @@ def relative_error_scale(x, w):
     return np.linalg.norm(direct_conv(np.abs(x), np.abs(w)))
 
 
-@pytest.mark.parametrize("name", MAPPINGS.names())
+@pytest.mark.parametrize("name", MAPPINGS.names(), ids=str)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=problems(), data=st.data())
-def test_every_strategy_computes_the_convolution(name, case, data):
+def test_every_strategy_computes_the_convolution(drawn_options, name, case, data):
     graph, seed = case
-    mapping = make(graph, name, **data.draw(STRATEGY_PARAMS.get(name, st.just({}))))
+    mapping = make(graph, name, **data.draw(drawn_options(MAPPINGS.get(name), small=40)))
     x, w = random_problem(graph.layer, seed)
     ref = direct_conv(x, w)
     np.testing.assert_allclose(emulate(graph, mapping, x, w, np.float64), ref, rtol=1e-10, atol=1e-11)

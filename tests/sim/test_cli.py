@@ -5,7 +5,9 @@ import pytest
 
 from megasim.app.cli import main
 from megasim.contract.graph import build_graph
-from megasim.contract.mapping import make
+from megasim.contract.mapping import MAPPINGS, make
+from megasim.contract.options import declared
+from megasim.engine.dispatch import DISPATCH_POLICIES
 from megasim.contract.mapping.io import save_mapping
 from megasim.contract.problem import Layer
 from megasim.app.catalog import partition_for
@@ -60,6 +62,10 @@ def test_mapping_file_round_trip(tmp_path, capsys):
     (["simulate", "--partition", "tiles=4"], "unknown field"),
     (["simulate", "--partition", "tiles_per_group=0"], "positive"),
     (["simulate", "--policy", "lifo"], "unknown dispatch policy"),
+    (["simulate", "--opt", "d_ig=4"], "takes dig, dgo, m"),
+    (["simulate", "--opt", "dig"], "name=value"),
+    (["simulate", "--opt", "dig=many"], "wants int"),
+    (["simulate", "--policy", "first_free", "--opt", "trace=t.json"], "'first_free' takes none"),
     (["simulate", "--bogus"], "unrecognized arguments"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -114,5 +120,30 @@ def test_replay_policy_places_blocks_on_the_traced_sms(tmp_path, capsys):
     assert rc == 0
     tids = {e["tid"] for e in json.loads(out.read_text())["traceEvents"] if e.get("ph") == "X"}
     assert tids == {0, 1, 2}
+    rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay", "--opt", f"trace={path}", "--json")
+    assert rc == 0
     rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay")
-    assert rc == 2 and "--replay-trace" in err
+    assert rc == 2 and "--replay-trace" in err and "--opt trace=" in err
+
+
+DECLARED = [(name, o) for name in MAPPINGS.names() for o in declared(MAPPINGS.get(name).options)]
+
+
+@pytest.mark.parametrize("strategy, option", DECLARED, ids=[f"{s}-{o.name}" for s, o in DECLARED])
+def test_every_strategy_option_is_a_flag_and_an_opt(capsys, strategy, option):
+    value = option.search[-1] if option.search else option.default
+    by_flag = run(capsys, "simulate", *SMALL, "--strategy", strategy, f"--{option.name}", str(value), "--json")
+    by_opt = run(capsys, "simulate", *SMALL, "--strategy", strategy, "--opt", f"{option.name}={value}", "--json")
+    assert by_flag[0] == by_opt[0] == 0
+    assert json.loads(by_flag[1])["params"][option.name] == json.loads(by_opt[1])["params"][option.name] == value
+    assert json.loads(by_flag[1])["fused_us"] == json.loads(by_opt[1])["fused_us"]
+
+
+@pytest.mark.parametrize("registry", [MAPPINGS, DISPATCH_POLICIES], ids=["strategies", "policies"])
+def test_mappings_lists_every_entry_with_its_options_help(capsys, registry):
+    rc, out, _ = run(capsys, "mappings")
+    assert rc == 0
+    for name in registry.names():
+        assert f"  {name} " in out
+        for o in declared(registry.get(name).options):
+            assert f"{o.name}={o.default!r}: {o.help}" in out

@@ -13,18 +13,14 @@ layers = st.builds(lambda n, c, h, w, k: Layer(n, c, h, w, k, name="rand"),
 partitions = st.builds(Partition, tiles_per_group=st.integers(1, 40), input_channels_per_task=st.integers(1, 40),
                        gemm_mats_per_task=st.integers(1, 36), gemm_k_per_task=st.integers(1, 70),
                        output_channels_per_task=st.integers(1, 40), filter_k_per_task=st.integers(1, 16))
-params = {
-    "paper": st.fixed_dictionaries({"dig": st.integers(0, 300), "dgo": st.integers(0, 300), "m": st.integers(1, 9)}),
-    "random_topo": st.fixed_dictionaries({"seed": st.integers(0, 2**31)}),
-}
 
 
-@pytest.mark.parametrize("name", MAPPINGS.names())
+@pytest.mark.parametrize("name", MAPPINGS.names(), ids=str)
 @settings(max_examples=40, deadline=None)
 @given(layer=layers, part=partitions, m=st.sampled_from([2, 4, 6]), data=st.data())
-def test_every_strategy_is_a_valid_permutation(name, layer, part, m, data):
+def test_every_strategy_is_a_valid_permutation(drawn_options, name, layer, part, m, data):
     graph = build_graph(layer, WinogradVariant(m), part)
-    opts = data.draw(params.get(name, st.just({})))
+    opts = data.draw(drawn_options(MAPPINGS.get(name), small=300))
     mapping = make(graph, name, **opts)
     validate(graph, mapping)
     assert sorted(mapping.order.tolist()) == list(range(graph.num_tasks))
@@ -60,7 +56,7 @@ def test_child_before_parent_names_both_blocks(graph):
 
 
 def test_unknown_strategy_and_option_list_the_known_ones(graph):
-    with pytest.raises(MegasimError, match="known: interleave, paper, random_topo, sequential"):
+    with pytest.raises(MegasimError, match="known: " + ", ".join(MAPPINGS.names())):
         make(graph, "greedy")
     with pytest.raises(MegasimError, match="takes"):
         make(graph, "sequential", dig=3)

@@ -5,6 +5,8 @@ import pytest
 
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
+from megasim.contract.mapping import MAPPINGS
+from megasim.contract.options import declared
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.app.search import objective
 from megasim.app.search.objective import Problem
@@ -126,6 +128,24 @@ def test_reject_reason_names_the_rule(problem):
     assert "cannot be tiled" in reject_reason(sp, {"threads": 96, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g)
     assert "task groups" in reject_reason(sp, {"threads": 256, "m": 512, "dig": 0, "dgo": 0}, LAYER, v, g)
     assert reject_reason(sp, {"threads": 256, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g) is None
+
+
+@pytest.mark.parametrize("strategy", MAPPINGS.names(), ids=str)
+def test_strategy_options_take_their_declared_search_values(strategy):
+    sp = {p.name: p for p in build_space(strategy, BASE).params}
+    for o in declared(MAPPINGS.get(strategy).options):
+        assert sp[o.name].kind == "mapping"
+        assert sp[o.name].values == tuple(sorted(set(o.search) | {o.default}))
+
+
+def test_hardware_sweep_grid_lies_inside_the_declared_space():
+    GRID = load_study("search_sweep_h200", "hardware_sweep").GRID
+    from megasim.contract.mapping.paper import PaperOptions
+    from megasim.contract.options import search_values
+    sp = {p.name: p.values for p in build_space("paper", BASE).params}
+    assert GRID and all(set(values) <= set(sp[name]) for name, values in GRID.items())
+    with pytest.raises(MegasimError, match="not among its declared search values"):
+        search_values(PaperOptions, dig=(16,))
 
 
 def test_bad_spaces_are_refused(problem):

@@ -22,10 +22,13 @@ from pathlib import Path
 
 from megasim.contract.files import write_then_rename
 from megasim.app.search.runner import point_key
+from megasim.contract.mapping.paper import PaperOptions
+from megasim.contract.options import search_values
 
 HERE = Path(__file__).resolve().parent
 
-GRID = {"dig": (0, 128, 256, 512, 1024, 2048), "dgo": (0, 256, 1024), "m": (1, 2, 4)}
+# A 54-point part of the declared search space, small enough to measure exhaustively.
+GRID = search_values(PaperOptions, dig=(0, 128, 256, 512, 1024, 2048), dgo=(0, 256, 1024), m=(1, 2, 4))
 LAYERS = ("ResNet-1", "ResNet-2", "ResNet-4")
 SWEEP_SCHEMA = 1
 

@@ -28,11 +28,12 @@ import numpy as np
 
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make, validate
+from megasim.contract.mapping.paper import PaperOptions
 from megasim.contract.problem import OP_NAMES, Layer, Op, WinogradVariant
 
 HELDOUT_LAYERS = ("ResNet-3", "YOLOv3-2", "VGG-2")
 HELDOUT_MAPPINGS = 3
-DEFAULT_PARAMS = {"dig": 512, "dgo": 512, "m": 4}
+DEFAULT_PARAMS = asdict(PaperOptions())
 # Algorithm-1 candidates in order of preference; "all"/"half" are that share of the layer's input transforms.
 PAPER_GRID = (
     (0, 512, 4), ("all", 512, 4), (512, 512, 1), (512, 512, 2), (512, 512, 8), (512, 0, 4), (512, 2048, 4),

@@ -30,9 +30,9 @@ def require_gpu():
 
 
 def bench_args(strategy: str, options: dict, variant: int, reps: int) -> Namespace:
-    """The argparse-like namespace gpu.bench reads a mapping choice from."""
+    """The argparse-like namespace `megasim bench` reads a mapping choice from (`--opt` for the options)."""
     return Namespace(strategy=strategy, mapping=None, partition=None, reps=reps, variant=variant,
-                     dig=options.get("dig"), dgo=options.get("dgo"), m=options.get("m"), seed=options.get("seed"))
+                     opt=[f"{k}={v}" for k, v in options.items()], seed=options.get("seed"))
 
 
 def measure(problem, space, point: dict, reps: int, bandwidth: float) -> dict:

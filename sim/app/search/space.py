@@ -1,7 +1,8 @@
 """The search space: a finite, ordered list of values per parameter, and what makes a point legal.
 
 A parameter is either an option of the mapping strategy (`dig`, `dgo`, `m`
-for `paper`; `seed` for `random_topo`) or a `Partition` field. Parameters
+for `paper`; `seed` for `random_topo`), whose values the strategy declares
+(`megasim.contract.options`), or a `Partition` field. Parameters
 with one value are fixed and never shown to the sampler. Every sampler
 draws from the same lists, so grid, random and TPE search one space and a
 heatmap cell is always a declared value.
@@ -26,16 +27,14 @@ from functools import lru_cache
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
+from megasim.contract.options import declared, search_values
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
 
-# Values searched unless --space says otherwise; the base (default) value is always added.
-DEFAULT_VALUES = {
-    "dig": (0, 64, 128, 256, 512, 1024, 2048),
-    "dgo": (0, 64, 128, 256, 512, 1024, 2048),
-    "m": (1, 2, 4, 8),
-    "seed": (0, 1, 2, 3, 4, 5, 6, 7),
+# Partition values searched unless --space says otherwise (strategy options declare their own);
+# the base (default) value is always added.
+PARTITION_VALUES = {
     "tiles_per_group": (32, 64, 128),
     "gemm_k_per_task": (32, 64, 128),
     "gemm_mats_per_task": (1, 2, 4),
@@ -126,8 +125,9 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
 
 def build_space(strategy: str, base_partition: Partition, overrides: dict[str, tuple] | None = None) -> Space:
     """The default space for a strategy, with `overrides` replacing whole value lists."""
-    strat = MAPPINGS.get(strategy)
-    defaults = {f.name: f.default for f in fields(strat.options)}
+    options = MAPPINGS.get(strategy).options
+    defaults = {o.name: o.default for o in declared(options)}
+    searched = {**PARTITION_VALUES, **search_values(options)}
     known = list(defaults) + list(PARTITION_FIELDS)
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(known))
@@ -142,7 +142,7 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
         if name in overrides:
             values = tuple(overrides[name])
         else:
-            values = tuple(sorted(set(DEFAULT_VALUES.get(name, ())) | {start}))
+            values = tuple(sorted(set(searched.get(name, ())) | {start}))
         params.append(Param(name, values, kind))
     return Space(strategy, tuple(params), base_partition, tuple(defaults.items()))
 

@@ -6,13 +6,13 @@ checker, `validate`, is run over every registered strategy in CI.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Callable
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
+from megasim.contract.options import Configurable, NoOptions
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.registry import Registry
 
@@ -100,29 +100,10 @@ def infusible_count(graph: TaskGraph, mapping: Mapping, window: int) -> int:
     return int(np.count_nonzero(lonely))
 
 
-@dataclass(frozen=True)
-class NoOptions:
-    pass
-
-
-@dataclass(frozen=True)
-class Strategy:
-    build: Callable[[TaskGraph, object], np.ndarray]
-    options: type
-
-    def make_options(self, params: dict):
-        known = {f.name for f in fields(self.options)}
-        unknown = set(params) - known
-        if unknown:
-            raise MegasimError(f"unknown option(s) {sorted(unknown)} for this strategy; "
-                               f"it takes {sorted(known) or 'none'}")
-        return self.options(**params)
-
-
 def strategy(name: str, options: type = NoOptions):
     """Register `fn(graph, opts) -> order` under `name` with its options dataclass."""
     def deco(fn):
-        MAPPINGS.register(name)(Strategy(fn, options))
+        MAPPINGS.register(name)(Configurable(fn, options, f"mapping strategy {name!r}"))
         return fn
     return deco
 

@@ -23,14 +23,15 @@ import numpy as np
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import strategy
+from megasim.contract.options import option
 from megasim.contract.problem import Op
 
 
 @dataclass(frozen=True)
 class PaperOptions:
-    dig: int = 512
-    dgo: int = 512
-    m: int = 4
+    dig: int = option(512, "D_IG, input->GEMM distance in blocks", search=(0, 64, 128, 256, 512, 1024, 2048))
+    dgo: int = option(512, "D_GO, GEMM->output distance in blocks", search=(0, 64, 128, 256, 512, 1024, 2048))
+    m: int = option(4, "M, task groups sharing one filter matrix", search=(1, 2, 4, 8))
 
     def __post_init__(self):
         for name in ("dig", "dgo"):

@@ -10,11 +10,12 @@ import numpy as np
 
 from megasim.contract.graph import NO_COUNTER
 from megasim.contract.mapping.base import strategy
+from megasim.contract.options import option
 
 
 @dataclass(frozen=True)
 class RandomTopoOptions:
-    seed: int = 0
+    seed: int = option(0, "seed of the random draw among ready tasks", search=(0, 1, 2, 3, 4, 5, 6, 7))
 
 
 @strategy("random_topo", RandomTopoOptions)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from megasim.contract.options import Configurable, NoOptions
 from megasim.contract.registry import Registry
 
 DISPATCH_POLICIES: Registry = Registry("dispatch policy")
@@ -24,6 +25,14 @@ class FreeSlotFifo:
         self.free.append(sm)
 
 
-def make_policy(name: str, gpu, slots_per_sm: int, replay_sms=None):
-    cls = DISPATCH_POLICIES.get(name)
-    return cls(gpu, slots_per_sm, replay_sms)
+def policy(name: str, options: type = NoOptions):
+    """Register a policy class, built as `cls(gpu, slots_per_sm, opts)`, under `name` with its options dataclass."""
+    def deco(cls):
+        DISPATCH_POLICIES.register(name)(Configurable(cls, options, f"dispatch policy {name!r}"))
+        return cls
+    return deco
+
+
+def make_policy(name: str, gpu, slots_per_sm: int, options: dict | None = None):
+    entry = DISPATCH_POLICIES.get(name)
+    return entry.build(gpu, slots_per_sm, entry.make_options(options or {}))

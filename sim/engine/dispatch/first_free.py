@@ -2,12 +2,12 @@
 pessimistic packing that leaves high SMs idle on small grids."""
 import heapq
 
-from megasim.engine.dispatch.base import DISPATCH_POLICIES
+from megasim.engine.dispatch.base import policy
 
 
-@DISPATCH_POLICIES.register("first_free")
+@policy("first_free")
 class FirstFree:
-    def __init__(self, gpu, slots_per_sm, replay_sms=None):
+    def __init__(self, gpu, slots_per_sm, opts):
         self.heap = [sm for sm in range(gpu.sm_count) for _ in range(slots_per_sm)]
         heapq.heapify(self.heap)
 

@@ -4,7 +4,7 @@ round robin across GPCs (smid 124-131, then 0,1,16,17,32,33,...).
 After the first wave a freed slot takes the next block, as in hardware.
 The spec's `sms_per_gpc` and `first_wave_lead_sms` describe the pattern.
 """
-from megasim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
+from megasim.engine.dispatch.base import FreeSlotFifo, policy
 
 
 def first_wave_order(sm_count: int, sms_per_gpc: int, lead) -> list[int]:
@@ -22,8 +22,8 @@ def first_wave_order(sm_count: int, sms_per_gpc: int, lead) -> list[int]:
     return order
 
 
-@DISPATCH_POLICIES.register("gpc_interleaved")
+@policy("gpc_interleaved")
 class GpcInterleaved(FreeSlotFifo):
-    def __init__(self, gpu, slots_per_sm, replay_sms=None):
+    def __init__(self, gpu, slots_per_sm, opts):
         wave = first_wave_order(gpu.sm_count, gpu.sms_per_gpc, gpu.first_wave_lead_sms)
         super().__init__([sm for _ in range(slots_per_sm) for sm in wave])

@@ -1,9 +1,9 @@
 """First wave round robin over SM ids, one slot per SM per round; then the
 first slot to free takes the next block."""
-from megasim.engine.dispatch.base import DISPATCH_POLICIES, FreeSlotFifo
+from megasim.engine.dispatch.base import FreeSlotFifo, policy
 
 
-@DISPATCH_POLICIES.register("in_order_round_robin")
+@policy("in_order_round_robin")
 class InOrderRoundRobin(FreeSlotFifo):
-    def __init__(self, gpu, slots_per_sm, replay_sms=None):
+    def __init__(self, gpu, slots_per_sm, opts):
         super().__init__([sm for _ in range(slots_per_sm) for sm in range(gpu.sm_count)])
