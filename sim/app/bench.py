@@ -25,7 +25,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from megasim.gpu.backend import device_info, gemm_plan, git_commit, require_cupy
+from megasim.gpu.backend import device_info, git_commit, require_cupy
 from megasim.gpu.megakernel import FusedConv, Workspace
 from megasim.gpu.timing import rotation_inputs, time_launches
 from megasim.gpu.nonfused import NonFusedConv
@@ -35,7 +35,8 @@ from megasim.contract.graph import build_graph
 from megasim.contract.files import write_then_rename
 from megasim.contract.mapping import Mapping, make, validate
 from megasim.contract.mapping.io import load_mapping, problem_of, read_mapping_file
-from megasim.contract.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.app.catalog import partition_for as scenario_partition
 
 FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32

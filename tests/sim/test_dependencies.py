@@ -9,6 +9,7 @@ from megasim.contract.mapping import Mapping, make
 from megasim.contract.problem import Layer, Op
 from megasim.app.catalog import load_gpu
 from megasim.contract.records import spin_us
+from megasim.contract.resources import megakernel_resources
 
 
 @pytest.fixture(scope="module")
@@ -57,4 +58,4 @@ def test_deadlock_is_reported_not_hung(graph):
     one_slot = gpu.with_model(sm_count=1, max_blocks_per_sm=1)
     reversed_order = Mapping(np.arange(graph.num_tasks)[::-1].copy())
     with pytest.raises(DeadlockError, match=r"block 0 .*waits on counter"):
-        run_kernels(graph, [Kernel(reversed_order.order, graph.partition.fused_resources(), True)], one_slot)
+        run_kernels(graph, [Kernel(reversed_order.order, megakernel_resources(graph.partition), True)], one_slot)

@@ -14,6 +14,7 @@ from megasim.engine import Kernel, fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
+from megasim.contract.resources import stage_resources
 
 
 def _freeze(d: dict) -> tuple:
@@ -61,5 +62,5 @@ def predict_nonfused(run: dict, spec) -> tuple[float, tuple]:
 def predict_kernel(run: dict, op: Op, spec) -> float:
     """One non-fused kernel alone (its own launch, cold L2 as far as the model is concerned)."""
     graph = graph_of(run)
-    kern = Kernel(graph.tasks_of(op), graph.partition.resources(op), False)
+    kern = Kernel(graph.tasks_of(op), stage_resources(graph.partition, op), False)
     return spec.cycles_to_us(run_kernels(graph, [kern], spec).total_cycles)

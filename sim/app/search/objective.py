@@ -17,6 +17,7 @@ from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import infusible_count, make, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import blocks_per_sm, megakernel_resources
 from megasim.contract.spec import GPUSpec
 
 
@@ -43,7 +44,7 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
     raw = run_kernels(graph, fused_kernels(graph, mapping), problem.gpu, problem.policy)
-    bps = problem.gpu.blocks_per_sm(partition.fused_resources())
+    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition))
     return {"fused_us": problem.gpu.cycles_to_us(raw.total_cycles),
             "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
             "num_tbs": graph.num_tasks, "blocks_per_sm": bps,
