@@ -16,7 +16,7 @@ import numpy as np
 from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import Execution, RunConfig, block_order, require_whole, untimed_records
 from megasim.contract.mapping import Mapping
-from megasim.contract.problem import GEMM_K_STEP
+from megasim.contract.resources import GEMM_K_STEP
 from megasim.gpu.backend import require_cupy
 from megasim.gpu.emulator import emulate
 from megasim.gpu.megakernel import FusedConv, Workspace

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from megasim.gpu.backend import KernelConfig, module, require_cupy
-from megasim.contract.problem import GEMM_K_STEP
+from megasim.contract.resources import GEMM_K_STEP
 from megasim.contract.encoding import encode
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import TaskGraph

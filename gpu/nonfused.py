@@ -9,7 +9,7 @@ it computes bit for bit the same output.
 from __future__ import annotations
 
 from megasim.gpu.backend import KernelConfig, module, require_cupy
-from megasim.contract.problem import GEMM_K_STEP
+from megasim.contract.resources import GEMM_K_STEP
 from megasim.gpu.megakernel import Workspace
 from megasim.contract.graph import TaskGraph
 

@@ -23,7 +23,7 @@ import json
 import sys
 from dataclasses import asdict, replace
 
-from megasim.gpu.backend import device_info, gemm_plan, measurement_header, require_cupy
+from megasim.gpu.backend import device_info, measurement_header, require_cupy
 from megasim.gpu.baselines import device_header, run_baselines
 from megasim.gpu.interpreter import CudaInterpreter
 from megasim.gpu.megakernel import Workspace
@@ -35,7 +35,8 @@ from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.files import write_then_rename
 from megasim.contract.mapping.io import problem_of, read_mapping_file
-from megasim.contract.problem import GEMM_K_STEP, Layer, Partition, WinogradVariant
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.app.catalog import partition_for
 from megasim.app.choices import mapping_from_args
 

@@ -86,33 +86,6 @@ class WinogradVariant:
 
 
 @dataclass(frozen=True)
-class StageResources:
-    """What one thread block of a stage holds on its SM; decides occupancy."""
-
-    threads: int = field(metadata={"help": "threads per block"})
-    regs_per_thread: int = field(metadata={"help": "registers per thread"})
-    smem_bytes: int = field(default=0, metadata={"help": "static shared memory per block"})
-
-    def __post_init__(self):
-        _positive("stage resources", threads=self.threads, regs_per_thread=self.regs_per_thread)
-        if self.threads % 32 or self.threads > 1024:
-            raise MegasimError(f"threads per block must be a multiple of 32 up to 1024, got {self.threads}")
-        if self.smem_bytes < 0:
-            raise MegasimError(f"smem_bytes must be >= 0, got {self.smem_bytes}")
-
-    @staticmethod
-    def union(stages) -> StageResources:
-        """A megakernel launches one block shape: the maximum over its stages."""
-        stages = list(stages)
-        return StageResources(threads=max(s.threads for s in stages),
-                              regs_per_thread=max(s.regs_per_thread for s in stages),
-                              smem_bytes=max(s.smem_bytes for s in stages))
-
-
-GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gpu/kernels/winograd.cuh)
-
-
-@dataclass(frozen=True)
 class Partition:
     """How the convolution is cut into tasks.
 
@@ -137,31 +110,6 @@ class Partition:
         _positive("partition", **{f.name: getattr(self, f.name) for f in fields(self)})
         if self.threads % 32 or self.threads > 1024:
             raise MegasimError(f"partition: threads must be a multiple of 32 up to 1024, got {self.threads}")
-
-    def resources(self, op: Op) -> StageResources:
-        """Per-stage block footprint, as ptxas reports it for the CUDA kernels (H200 builds).
-
-        GEMM: a ring of 3 stages (2 when 3 exceed 48 KiB; fewer channels
-        when 2 still do) of GEMM_K_STEP channels, each V [t][k_step + 4] and
-        U [k_step][kpg] per point computed at once; about 168 registers with an 8 x 8 register block
-        (64 outputs per thread), about 128 with fewer.
-        """
-        if op == Op.GEMM:
-            t, kpg, nt = self.tiles_per_group, self.gemm_k_per_task, self.threads
-            outputs = t * kpg * self.gemm_mats_per_task
-            points = max(1, min(self.gemm_mats_per_task, nt * 64 // max(1, t * kpg)))
-            smem = 0
-            for bk in (GEMM_K_STEP, GEMM_K_STEP // 2, GEMM_K_STEP // 4):
-                per_stage = points * (t * (bk + 4) + bk * (-(-kpg // 4) * 4)) * FLOAT_BYTES
-                smem = next((s * per_stage for s in (3, 2) if s * per_stage <= 48 * 1024), 2 * per_stage)
-                if smem <= 48 * 1024:
-                    break
-            regs = 168 if outputs >= 64 * nt else 128
-            return StageResources(nt, regs, smem)
-        return StageResources(self.threads, 64 if op != Op.FILTER_TRANSFORM else 40, 0)
-
-    def fused_resources(self) -> StageResources:
-        return StageResources.union(self.resources(op) for op in Op)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -7,11 +7,10 @@ Loading does no other I/O; a bad file is one MegasimError naming the file.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import OP_NAMES, Op, StageResources
+from megasim.contract.problem import OP_NAMES, Op
 
 
 def _f(help_: str, default=MISSING):
@@ -87,22 +86,6 @@ class GPUSpec:
         if op == Op.GEMM and channels and self.gemm_half_efficiency_channels:
             eff *= channels / (channels + self.gemm_half_efficiency_channels)
         return eff
-
-    def blocks_per_sm(self, res: StageResources) -> int:
-        """Occupancy: how many blocks of this footprint fit on one SM at once."""
-        warps = math.ceil(res.threads / 32)
-        regs_per_warp = math.ceil(res.regs_per_thread * 32 / 256) * 256
-        limits = [self.max_blocks_per_sm, self.max_threads_per_sm // (warps * 32),
-                  self.regs_per_sm // (regs_per_warp * warps)]
-        if res.smem_bytes:
-            if res.smem_bytes > self.max_smem_per_block_bytes:
-                raise MegasimError(f"{res.smem_bytes} B of shared memory per block exceeds "
-                                   f"{self.name}'s {self.max_smem_per_block_bytes} B")
-            limits.append(self.smem_per_sm_bytes // res.smem_bytes)
-        fit = min(limits)
-        if fit < 1:
-            raise MegasimError(f"a block of {res} does not fit on one {self.name} SM")
-        return fit
 
     def with_model(self, **model) -> GPUSpec:
         """A copy with model constants replaced (what a calibration profile does)."""

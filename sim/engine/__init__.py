@@ -1,6 +1,7 @@
 """SimPy model of the GPU. `fused` and `nonfused` describe the launches; `run_kernels` executes them."""
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.resources import megakernel_resources, stage_resources
 
 
 def fused_kernels(graph, mapping):
@@ -8,12 +9,12 @@ def fused_kernels(graph, mapping):
 
     Its dependency counters are reset by a copy launched just before it, which the measured time holds.
     """
-    return [Kernel(mapping.order, graph.partition.fused_resources(), True, "megakernel", preceding_launches=1)]
+    return [Kernel(mapping.order, megakernel_resources(graph.partition), True, "megakernel", preceding_launches=1)]
 
 
 def nonfused_kernels(graph):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
-    return [Kernel(graph.tasks_of(op), graph.partition.resources(op), False, OP_NAMES[op]) for op in Op]
+    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op), False, OP_NAMES[op]) for op in Op]
 
 
 __all__ = ["Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

@@ -39,7 +39,8 @@ from megasim.engine.l2 import L2Model
 from megasim.engine.psqueue import PSQueue
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
-from megasim.contract.problem import OP_NAMES, Op, StageResources
+from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.resources import StageResources, blocks_per_sm
 from megasim.contract.spec import GPUSpec
 from megasim.contract.records import empty_records
 
@@ -113,7 +114,7 @@ class _Machine:
         self.next = 0
         self.done_in_kernel = 0
         self.check = kern.check_deps
-        slots = gpu.blocks_per_sm(kern.resources)
+        slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident

@@ -6,6 +6,7 @@ import time
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import TaskGraph
 from megasim.contract.mapping import Mapping, infusible_count
+from megasim.contract.resources import blocks_per_sm, megakernel_resources
 from megasim.engine.result import RunStats, SimResult
 
 
@@ -21,7 +22,7 @@ def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_ro
     fused = RunStats.from_raw(raw, graph, gpu)
     nonfused_policy = ("in_order_round_robin", None) if policy == "replay" else (policy, policy_options)
     nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, *nonfused_policy), graph, gpu)
-    window = gpu.sm_count * gpu.blocks_per_sm(graph.partition.fused_resources())
+    window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, fused=fused, nonfused=nonfused,
                      infusible=infusible_count(graph, mapping, window), num_tbs=graph.num_tasks,

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, config_header, gemm_plan
+from megasim.contract.resources import gemm_plan
+from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, config_header
 from megasim.contract.encoding import SCHEMA_VERSION, WORD, WORD_ORDER, WORDS_PER_TASK, decode, encode, render_cuh
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from megasim.contract.graph import Geometry, TaskGraph
-from megasim.contract.problem import Layer, Op, Partition, StageResources, WinogradVariant
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
+from megasim.contract.resources import StageResources
 from megasim.contract.regions import Buffer, RegionLayout
 from megasim.contract.spec import GPUSpec
 

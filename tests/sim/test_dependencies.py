@@ -9,6 +9,7 @@ from megasim.contract.mapping import Mapping, make
 from megasim.contract.problem import Layer, Op
 from megasim.app.catalog import load_gpu
 from megasim.contract.records import spin_us
+from megasim.contract.resources import blocks_per_sm, megakernel_resources
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +54,7 @@ def test_spinning_blocks_hold_their_slots_until_their_parents_end(graph):
         waits = graph.waits_on[block["task"]]
         parents = np.flatnonzero(np.isin(graph.signals, waits[waits >= 0]))
         assert block["ready_us"] >= end_of_task[parents].max()
-    assert _most_resident(rec) == gpu.blocks_per_sm(graph.partition.fused_resources())
+    assert _most_resident(rec) == blocks_per_sm(gpu, megakernel_resources(graph.partition))
 
 
 def test_children_start_work_only_after_parents_end(graph):
@@ -74,4 +75,4 @@ def test_deadlock_is_reported_not_hung(graph):
     one_slot = gpu.with_model(sm_count=1, max_blocks_per_sm=1)
     reversed_order = Mapping(np.arange(graph.num_tasks)[::-1].copy())
     with pytest.raises(DeadlockError, match=r"block 0 .*waits on counter"):
-        run_kernels(graph, [Kernel(reversed_order.order, graph.partition.fused_resources(), True)], one_slot)
+        run_kernels(graph, [Kernel(reversed_order.order, megakernel_resources(graph.partition), True)], one_slot)

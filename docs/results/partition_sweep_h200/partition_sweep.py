@@ -16,7 +16,8 @@ from megasim.app.bench import bench_layer, copy_bandwidth
 from megasim.app.catalog import partition_for
 from megasim.app.catalog import layer_names, load_layer
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import GEMM_K_STEP, Partition
+from megasim.contract.problem import Partition
+from megasim.contract.resources import GEMM_K_STEP
 from megasim.gpu.backend import device_info, git_commit, require_cupy
 
 

@@ -29,6 +29,7 @@ from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared, search_values
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import blocks_per_sm, megakernel_resources
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
 
@@ -178,7 +179,7 @@ def reject_reason(space: Space, point: dict, layer: Layer, variant: WinogradVari
     if part.gemm_mats_per_task > variant.alpha ** 2:
         return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
     try:
-        gpu.blocks_per_sm(part.fused_resources())
+        blocks_per_sm(gpu, megakernel_resources(part))
     except MegasimError as exc:
         return f"megakernel block does not fit on {gpu.name}: {exc}"
     why = _kernel_reason(layer, variant, part)

@@ -1,0 +1,158 @@
+"""The kernel resource plan: the one place that decides occupancy.
+
+A thread block of each CUDA kernel holds threads, registers and shared
+memory on its SM; how many blocks fit at once (occupancy) is the model's most
+important input. The CUDA build and the SimPy engine both read this plan: the
+build compiles its GEMM register blocking (`gemm_plan`) and cp.async ring
+(`gemm_ring`) in, and the engine sizes its SM slots with `blocks_per_sm` of
+the same footprints, so the two cannot model different occupancies.
+
+Shared memory follows from the ring's arithmetic. Registers are what ptxas
+allocates, which no formula predicts: they come from `kernel_registers.json`,
+ptxas's figures for every partition the search space can build (sm_90, the
+default k step; tests/gpu/test_occupancy_ptxas.py checks and rewrites it).
+A build outside that table (another k step, a hand-made partition) gets the
+per-stage estimates in `ESTIMATED_REGISTERS`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import FLOAT_BYTES, OP_NAMES, Op, Partition
+
+GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gpu/kernels/winograd.cuh)
+SMEM_STATIC_LIMIT = 48 * 1024  # a kernel's static __shared__ arrays may not exceed this
+MEGAKERNEL_SMEM_BYTES = 48  # the megakernel's own task words, block id and go flag (megakernel.cu), padded
+REGISTER_TABLE = Path(__file__).with_name("kernel_registers.json")
+ESTIMATED_REGISTERS = {"filter_transform": 96, "input_transform": 88, "output_transform": 56, "gemm_small": 128, "gemm_8x8": 168}
+
+
+@dataclass(frozen=True)
+class StageResources:
+    """What one thread block of a kernel holds on its SM; decides occupancy."""
+
+    threads: int = field(metadata={"help": "threads per block"})
+    regs_per_thread: int = field(metadata={"help": "registers per thread"})
+    smem_bytes: int = field(default=0, metadata={"help": "static shared memory per block"})
+
+    def __post_init__(self):
+        if self.threads <= 0 or self.threads % 32 or self.threads > 1024:
+            raise MegasimError(f"threads per block must be a multiple of 32 up to 1024, got {self.threads}")
+        if self.regs_per_thread <= 0:
+            raise MegasimError(f"regs_per_thread must be positive, got {self.regs_per_thread}")
+        if self.smem_bytes < 0:
+            raise MegasimError(f"smem_bytes must be >= 0, got {self.smem_bytes}")
+
+
+@dataclass(frozen=True)
+class GemmPlan:
+    """GE Winograd points at once; each thread a TM x TN register block of one point."""
+
+    ge: int
+    tm: int
+    tn: int
+
+
+def gemm_plan(part: Partition) -> GemmPlan:
+    """Largest register block (at most 8 x 8) that tiles the GEMM task, fewest points at once.
+
+    A thread's TM tiles are rows ty, ty + TY, ... (any TM works: V is read
+    4 channels at a time); its TN columns come in float4 runs when TN >= 4.
+    """
+    t, kpg, epg, nt = part.tiles_per_group, part.gemm_k_per_task, part.gemm_mats_per_task, part.threads
+    best = None
+    for ge in range(1, epg + 1):
+        if epg % ge:
+            continue
+        for tm in (1, 2, 4, 8):
+            for tn in (1, 2, 4, 8):
+                if t % tm or kpg % tn or ge * (t // tm) * (kpg // tn) != nt:
+                    continue
+                key = (tm * tn, -ge, min(tn, 4), tm)
+                if best is None or key > best[0]:
+                    best = (key, GemmPlan(ge, tm, tn))
+    if best is None:
+        raise MegasimError(
+            f"partition {part}: the GEMM task cannot be tiled by {nt} threads; need ge | gemm_mats_per_task "
+            f"with ge * (tiles_per_group/TM) * (gemm_k_per_task/TN) == threads, TM, TN in 1, 2, 4, 8")
+    return best[1]
+
+
+def gemm_smem_bytes(part: Partition, k_step: int, stages: int) -> int:
+    """Shared memory of the GEMM ring: per stage, V [ge][t][k_step+4] and U [ge][k_step][kpg rounded to 4]."""
+    ge = gemm_plan(part).ge
+    per_stage = ge * (part.tiles_per_group * (k_step + 4) + k_step * (-(-part.gemm_k_per_task // 4) * 4))
+    return stages * per_stage * FLOAT_BYTES
+
+
+def gemm_ring(part: Partition, k_step: int = GEMM_K_STEP) -> tuple[int, int]:
+    """(channels per step, stages) of the cp.async ring: three stages of `k_step` when they fit in
+    48 KiB of static shared memory beside the megakernel's own words, else two, else k_step halved
+    (big tiles x many points)."""
+    if k_step not in (4, 8, 16, 32):
+        raise MegasimError(f"k_step must be 4, 8, 16 or 32 channels per GEMM step, got {k_step}")
+    bk = k_step
+    while bk >= 4:
+        for stages in (3, 2):
+            if gemm_smem_bytes(part, bk, stages) + MEGAKERNEL_SMEM_BYTES <= SMEM_STATIC_LIMIT:
+                return bk, stages
+        bk //= 2
+    raise MegasimError(f"GEMM stage needs {gemm_smem_bytes(part, 4, 2) + MEGAKERNEL_SMEM_BYTES} bytes of static "
+                       f"shared memory (> 48 KiB) even at 4 channels and two stages: lower tiles_per_group, "
+                       f"gemm_k_per_task or gemm_mats_per_task")
+
+
+def partition_key(part: Partition) -> str:
+    """The register table's key: the partition's fields, in a fixed order."""
+    return json.dumps(part.to_dict(), sort_keys=True)
+
+
+@lru_cache(maxsize=1)
+def _register_table() -> dict:
+    rows = json.loads(REGISTER_TABLE.read_text())["builds"]
+    return {partition_key(Partition(**row["partition"])): row["registers"] for row in rows}
+
+
+def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP) -> int:
+    """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as ptxas allocates."""
+    measured = _register_table().get(partition_key(part)) if k_step == GEMM_K_STEP else None
+    if measured is not None:
+        return measured[kernel]
+    if kernel in ("gemm", "megakernel"):
+        plan = gemm_plan(part)
+        return ESTIMATED_REGISTERS["gemm_8x8" if plan.tm * plan.tn >= 64 else "gemm_small"]
+    return ESTIMATED_REGISTERS[kernel]
+
+
+def stage_resources(part: Partition, op: Op, k_step: int = GEMM_K_STEP) -> StageResources:
+    """The block of one non-fused kernel; only the GEMM holds shared memory (its ring)."""
+    smem = gemm_smem_bytes(part, *gemm_ring(part, k_step)) if op == Op.GEMM else 0
+    return StageResources(part.threads, registers(part, OP_NAMES[op], k_step), smem)
+
+
+def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP) -> StageResources:
+    """The megakernel's one block shape: every stage's code in one kernel, the GEMM ring plus its task words."""
+    smem = gemm_smem_bytes(part, *gemm_ring(part, k_step)) + MEGAKERNEL_SMEM_BYTES
+    return StageResources(part.threads, registers(part, "megakernel", k_step), smem)
+
+
+def blocks_per_sm(gpu, res: StageResources) -> int:
+    """Occupancy: how many blocks of this footprint fit on one SM of `gpu` (a GPUSpec) at once."""
+    warps = math.ceil(res.threads / 32)
+    regs_per_warp = math.ceil(res.regs_per_thread * 32 / 256) * 256
+    limits = [gpu.max_blocks_per_sm, gpu.max_threads_per_sm // (warps * 32),
+              gpu.regs_per_sm // (regs_per_warp * warps)]
+    if res.smem_bytes:
+        if res.smem_bytes > gpu.max_smem_per_block_bytes:
+            raise MegasimError(f"{res.smem_bytes} B of shared memory per block exceeds "
+                               f"{gpu.name}'s {gpu.max_smem_per_block_bytes} B")
+        limits.append(gpu.smem_per_sm_bytes // res.smem_bytes)
+    fit = min(limits)
+    if fit < 1:
+        raise MegasimError(f"a block of {res} does not fit on one {gpu.name} SM")
+    return fit

@@ -1,0 +1,117 @@
+"""The occupancy the simulator uses is the occupancy of the CUDA build (CPU only; skipped without nvcc).
+
+For every partition the search space can produce (the default value lists
+over the base partitions of scenarios/partitions/h200.toml, legal points on
+the paper layers) plus the partitions `simulate` uses, one build is compiled
+with `nvcc -cubin --resource-usage`. ptxas's registers and static shared
+memory per kernel, put through the plan's blocks-per-SM arithmetic, must
+give the blocks per SM the plan gives, for the megakernel and each non-fused
+kernel, on the H200 and the V100 spec (CUDA 13 no longer targets sm_70, so
+the V100 check uses the sm_90 figures). Shared memory must match exactly.
+
+`python tests/gpu/test_occupancy_ptxas.py --write` rewrites the plan's
+register table from the same compiles.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from megasim.app.catalog import layer_names, load_gpu, load_layer, partition_for
+from megasim.app.search.space import build_space, reject_reason
+from megasim.contract.problem import Op, Partition, WinogradVariant
+from megasim.contract.resources import (REGISTER_TABLE, StageResources, blocks_per_sm, megakernel_resources,
+                                        stage_resources)
+from megasim.gpu.backend import KERNEL_DIR, KernelConfig, kernel_source
+
+NVCC = shutil.which("nvcc")
+PAPER_LAYERS = 13
+KERNELS = ("megakernel", "filter_transform", "input_transform", "gemm", "output_transform")
+CUDA_NAMES = {"filter": "filter_transform", "input": "input_transform", "output": "output_transform"}
+VARIANT = WinogradVariant(4)
+
+
+def builds() -> dict[Partition, object]:
+    """Each partition the search space or `simulate` can use, with the first paper layer that builds it."""
+    h200 = load_gpu("h200")
+    out = {}
+    for name in layer_names()[:PAPER_LAYERS]:
+        layer = load_layer(name)
+        for gpu in ("h200", "v100"):
+            out.setdefault(partition_for(layer, gpu), layer)
+        space = build_space("paper", partition_for(layer, "h200"))
+        params = [p for p in space.searched if p.kind == "partition"]
+        for combo in itertools.product(*(p.values for p in params)):
+            point = {**dict(zip((p.name for p in params), combo)), "m": 1}
+            if reject_reason(space, point, layer, VARIANT, h200) is None:
+                out.setdefault(space.split(point)[0], layer)
+    return out
+
+
+def ptxas(part: Partition, layer) -> dict[str, tuple[int, int]]:
+    """{kernel: (registers, static smem bytes)} of one build, from ptxas's resource usage."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(kernel_source(KernelConfig(layer, VARIANT, part)))
+        res = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "--resource-usage", "-std=c++17", f"-I{KERNEL_DIR}",
+                              str(src), "-o", str(Path(tmp) / "kernel.cubin")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    out = {}
+    for block in (res.stdout + res.stderr).split("Compiling entry function")[1:]:
+        name = re.match(r" '(?:ms_)?(\w+?)(?:_kernel)?'", block).group(1)
+        name = CUDA_NAMES.get(name, name)
+        smem = re.search(r"(\d+) bytes smem", block)
+        out[name] = (int(re.search(r"Used (\d+) registers", block).group(1)), int(smem.group(1)) if smem else 0)
+    assert set(out) == set(KERNELS), out
+    return out
+
+
+def compile_all() -> dict[Partition, dict]:
+    todo = builds()
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(todo, pool.map(lambda kv: ptxas(*kv), todo.items())))
+
+
+def planned(part: Partition, kernel: str) -> StageResources:
+    return megakernel_resources(part) if kernel == "megakernel" else stage_resources(part, Op[kernel.upper()])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_plan_occupancy_is_the_cuda_builds():
+    gpus = [load_gpu("h200"), load_gpu("v100")]
+    wrong = []
+    for part, usage in compile_all().items():
+        for kernel, (regs, smem) in usage.items():
+            plan = planned(part, kernel)
+            built = StageResources(part.threads, regs, smem)
+            if plan.smem_bytes != smem:
+                wrong.append(f"{kernel} {part}: plan smem {plan.smem_bytes} B, ptxas {smem} B")
+            for gpu in gpus:
+                if plan.smem_bytes > gpu.max_smem_per_block_bytes:
+                    continue
+                want, got = blocks_per_sm(gpu, built), blocks_per_sm(gpu, plan)
+                if want != got:
+                    wrong.append(f"{kernel} {part} on {gpu.name}: plan {got} blocks/SM ({plan.regs_per_thread} "
+                                 f"regs), build {want} ({regs} regs)")
+    assert not wrong, "\n".join(wrong)
+
+
+def write_table() -> None:
+    rows = [{"partition": part.to_dict(), "layer": layer.name, "registers": {k: v[0] for k, v in usage.items()}}
+            for (part, layer), usage in zip(builds().items(), compile_all().values())]
+    doc = {"source": "ptxas --resource-usage, nvcc -arch=sm_90, default k step; one build per partition, "
+                     "compiled for `layer`", "builds": rows}
+    REGISTER_TABLE.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    write_table()
