@@ -103,6 +103,7 @@ def test_wheel_carries_scenarios_and_kernel_sources(tmp_path):
     names = zipfile.ZipFile(next(tmp_path.glob("megasim-*.whl"))).namelist()
     for must in ("megasim/app/cli.py", "megasim/gpu/kernels/megakernel.cu", "megasim/gpu/kernels/winograd.cuh",
                  "megasim/scenarios/gpus/h200.toml", "megasim/scenarios/layers/resnet-2.toml",
-                 "megasim/scenarios/partitions/h200.toml", "megasim/scenarios/calibrations/h200.toml"):
+                 "megasim/scenarios/partitions/h200.toml", "megasim/scenarios/calibrations/h200.toml",
+                 "megasim/contract/kernel_registers.json"):
         assert must in names
     assert not any(n.split("/")[0] in ("sim", "gpu", "scenarios") for n in names)

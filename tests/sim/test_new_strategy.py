@@ -1,6 +1,6 @@
 """A strategy declared in one file reaches the CLI, the search space and validate() with no other edit.
 
-`chunked` below is the worked example of docs/architecture-strategy-example.md,
+`chunked` below is the worked example of docs/architecture.md,
 registered by the fixture (the `@strategy` line of that file) on a copy of the
 registry, so other tests never see it.
 """
