@@ -1,5 +1,4 @@
 """The fit recovers constants it did not see; metrics and profiles behave as documented."""
-import math
 
 import pytest
 

@@ -7,7 +7,6 @@ from megasim.engine.l2 import hit_rate
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Op, Partition
-from megasim.contract.regions import Buffer
 
 from .conftest import BLOCK, synthetic_graph, toy_gpu
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from megasim.contract.files import write_then_rename
-from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS, summarise
+from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS
 from megasim.app.calibrate.predict import graph_of, mapping_of, predict_fused, predict_kernel, predict_nonfused
 from megasim.contract.problem import Op
 
