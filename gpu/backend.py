@@ -26,6 +26,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring
+from megasim.contract.scheduling import check_mode
 from megasim.contract.transforms import winograd_matrices
 
 try:
@@ -114,6 +115,12 @@ class KernelConfig:
     trace: bool = False
     spin_limit_ns: int = 2_000_000_000
     k_step: int = GEMM_K_STEP  # channels per GEMM main-loop step; the contract's value unless experimenting
+    mode: str = "static"  # megasim.contract.scheduling
+
+    def __post_init__(self):
+        check_mode(self.mode)
+        if self.mode == "persistent" and not self.ticket:
+            raise MegasimError("the persistent mode takes its tasks from the ticket; it has no raw-blockIdx build")
 
     @staticmethod
     def of(graph: TaskGraph, **kw) -> KernelConfig:
@@ -123,7 +130,7 @@ class KernelConfig:
         """The layer without its name: two layers of one shape share a build."""
         lay = self.layer
         return (lay.n, lay.c, lay.h, lay.w, lay.k, self.variant.m, self.partition,
-                self.ticket, self.trace, self.spin_limit_ns, self.k_step)
+                self.ticket, self.trace, self.spin_limit_ns, self.k_step, self.mode)
 
     def mismatches(self, graph: TaskGraph) -> list[str]:
         """Fields where `graph` differs from this build, as 'where.field: built X, graph Y'."""
@@ -187,6 +194,7 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
         "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
         "MS_BK": bk, "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
+        "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode == "persistent"),
         "MS_STAGES": stages,
     }
     mats = winograd_matrices(var.m)

@@ -65,7 +65,7 @@ class CudaInterpreter:
         xs, wts, ys = (zip(*config.inputs) if config.inputs else rotation_inputs(cp, graph.layer, config.seed))
         xs, wts, ys = list(xs), list(wts), list(ys)
         if config.launch == "fused":
-            conv = FusedConv(graph, mapping, workspace=self.workspace, **self.fused_options)
+            conv = FusedConv(graph, mapping, workspace=self.workspace, mode=config.mode, **self.fused_options)
         else:
             conv = NonFusedConv(graph, workspace=self.workspace, k_step=self.k_step)
         y = cp.full_like(ys[0], cp.nan)

@@ -34,15 +34,26 @@ class Workspace:
         self.U, self.V, self.M = (cp.empty(shapes[name], dtype=cp.float32) for name in ("U", "V", "M"))
 
 
+def resident_capacity(cp, kernel, threads: int) -> int:
+    """Blocks of `kernel` that fit on the whole GPU at once: the driver's occupancy query x SMs."""
+    query = getattr(cp.cuda.driver, "occupancyMaxActiveBlocksPerMultiprocessor", None)
+    if query is None:
+        raise MegasimError("this CuPy has no occupancy query; the persistent mode needs one to size its grid")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    return int(query(kernel.ptr, threads, 0)) * int(sms)
+
+
 class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
-                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP):
+                 spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
+                 mode: str = "static", blocks: int | None = None):
         cp = require_cupy()
         self.graph = graph
         self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
-                                                     k_step=k_step))
+                                                     k_step=k_step, mode=mode))
         self.module.check(graph)
         self.kernel = self.module.function("ms_megakernel")
+        self.grid = self._grid(cp, mode, blocks)
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)
         self.task_map = cp.asarray(encode(graph, self.order))
         init = np.zeros(CTL_COUNTERS + CTL_STRIDE * len(graph.counter_init), dtype=np.int32)
@@ -53,6 +64,17 @@ class FusedConv:
         self.ws = workspace or Workspace(graph)
         self._cp = cp
 
+    def _grid(self, cp, mode: str, blocks: int | None) -> int:
+        """One block per task, or (persistent) what is co-resident; a larger persistent grid is refused."""
+        tasks = self.graph.num_tasks
+        if mode == "static":
+            return tasks
+        capacity = resident_capacity(cp, self.kernel, self.graph.partition.threads)
+        if blocks is not None and blocks > capacity:
+            raise MegasimError(f"persistent grid of {blocks} blocks exceeds the {capacity} that fit on this GPU at "
+                               f"once; blocks that cannot be resident could wait forever on each other")
+        return min(tasks, blocks or capacity)
+
     def launch(self, x, w, y, stream=None) -> None:
         """Reset the control words and launch once (asynchronous)."""
         cp = self._cp
@@ -60,7 +82,7 @@ class FusedConv:
         cp.cuda.runtime.memcpyAsync(self.ctl.data.ptr, self.ctl_init.data.ptr, self.ctl.nbytes,
                                     cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
         threads = self.graph.partition.threads
-        self.kernel((self.graph.num_tasks,), (threads,),
+        self.kernel((self.grid,), (threads,),
                     (x, w, self.ws.U, self.ws.V, self.ws.M, y, self.task_map, self.ctl, self.trace),
                     stream=stream)
 

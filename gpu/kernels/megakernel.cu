@@ -11,6 +11,11 @@
 // After its work, every thread fences its writes, the block synchronises,
 // and thread 0 decrements the counter the task signals.
 //
+// MS_PERSISTENT=1 builds the persistent mode (megasim.contract.scheduling): the grid is what fits on
+// the GPU at once, and each block loops over tickets until they pass MS_NUM_TASKS, so only the first
+// wave pays a block launch. The host refuses a grid larger than the co-resident capacity: a block
+// waiting on a parent that has no slot to run in would otherwise wait forever.
+//
 // ctl layout (int32): [0] ticket, [1] error flag, [2] logical block, [3] task,
 // [4] counter it waited on, [5] that counter's value, [6..31] spare; then
 // dependency counter i at [32 + 32 i]: one 128-byte line per counter, so the
@@ -26,6 +31,9 @@
 #endif
 #ifndef MS_SPIN_LIMIT_NS
 #define MS_SPIN_LIMIT_NS 2000000000ull
+#endif
+#ifndef MS_PERSISTENT
+#define MS_PERSISTENT 0
 #endif
 #define MS_CTL_COUNTERS 32
 #define MS_CTL_STRIDE 32
@@ -77,26 +85,31 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
               float* __restrict__ y, const int4* __restrict__ task_map, int* ctl, unsigned long long* trace) {
     __shared__ int s_task[MS_WORDS_PER_TASK];
     __shared__ int s_block, s_go;
+#if MS_PERSISTENT
+    for (;;) {
+#endif
     if (threadIdx.x == 0) {
 #if MS_TRACE
         const unsigned long long t_start = ms_globaltimer();
 #endif
         const int block = MS_USE_TICKET ? atomicAdd(ctl, 1) : (int)blockIdx.x;
-        const int4 lo = task_map[2 * block], hi = task_map[2 * block + 1];
-        const int words[MS_WORDS_PER_TASK] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-        int go = ms_load_acquire(ctl + 1) == 0;
-        go = go && ms_wait(ctl, words[MS_WORD_WAIT0], block, words[MS_WORD_TASK]);
-        go = go && ms_wait(ctl, words[MS_WORD_WAIT1], block, words[MS_WORD_TASK]);
-        __threadfence();
+        int go = block < MS_NUM_TASKS && ms_load_acquire(ctl + 1) == 0;
+        if (go) {
+            const int4 lo = task_map[2 * block], hi = task_map[2 * block + 1];
+            const int words[MS_WORDS_PER_TASK] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+            go = go && ms_wait(ctl, words[MS_WORD_WAIT0], block, words[MS_WORD_TASK]);
+            go = go && ms_wait(ctl, words[MS_WORD_WAIT1], block, words[MS_WORD_TASK]);
+            __threadfence();
 #pragma unroll
-        for (int i = 0; i < MS_WORDS_PER_TASK; ++i) s_task[i] = words[i];
+            for (int i = 0; i < MS_WORDS_PER_TASK; ++i) s_task[i] = words[i];
+#if MS_TRACE
+            trace[4 * block + 0] = ((unsigned long long)ms_smid() << 32) | (unsigned int)words[MS_WORD_TASK];
+            trace[4 * block + 1] = t_start;
+            trace[4 * block + 2] = ms_globaltimer();
+#endif
+        }
         s_block = block;
         s_go = go;
-#if MS_TRACE
-        trace[4 * block + 0] = ((unsigned long long)ms_smid() << 32) | (unsigned int)words[MS_WORD_TASK];
-        trace[4 * block + 1] = t_start;
-        trace[4 * block + 2] = ms_globaltimer();
-#endif
     }
     __syncthreads();
     if (!s_go) return;
@@ -117,4 +130,7 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
         trace[4 * s_block + 3] = ms_globaltimer();
 #endif
     }
+#if MS_PERSISTENT
+    }
+#endif
 }

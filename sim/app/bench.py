@@ -37,6 +37,7 @@ from megasim.contract.files import write_then_rename
 from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan
+from megasim.contract.scheduling import MODES
 from megasim.app.catalog import partition_for
 from megasim.app.choices import mapping_from_args
 
@@ -82,9 +83,10 @@ def _rel(cp, out, ref) -> float:
 
 
 def _timed_runs(graph, mp, config: RunConfig, ws: Workspace, k_step: int, raw_blockidx: bool):
-    """The fused and non-fused runs (a correctness launch each, then timed) and the timings of every variant."""
-    def cuda(launch: str, **build):
-        return CudaInterpreter(workspace=ws, k_step=k_step, **build).run(graph, mp, replace(config, launch=launch))
+    """The fused (each scheduling mode) and non-fused runs, a correctness launch each, then timed."""
+    def cuda(launch: str, mode: str = "static", **build):
+        return CudaInterpreter(workspace=ws, k_step=k_step, **build).run(graph, mp,
+                                                                         replace(config, launch=launch, mode=mode))
 
     fused = cuda("fused")
     timings = {"fused": fused.native}
@@ -94,10 +96,14 @@ def _timed_runs(graph, mp, config: RunConfig, ws: Workspace, k_step: int, raw_bl
         timings["fused-raw-blockidx"] = cuda("fused", ticket=False, spin_limit_ns=500_000_000).native
     except MegasimError as e:
         timings["fused-raw-blockidx"] = {"median_us": None, "error": str(e)}
-    nonfused = cuda("nonfused")
-    timings["nonfused"] = nonfused.native
+    runs = {"fused": fused}
+    for mode in MODES[1:]:
+        runs[f"fused-{mode}"] = cuda("fused", mode=mode)
+        timings[f"fused-{mode}"] = runs[f"fused-{mode}"].native
+    runs["nonfused"] = cuda("nonfused")
+    timings["nonfused"] = runs["nonfused"].native
     timings["nonfused-graph"] = cuda("nonfused", graph_capture=True).native
-    return fused, nonfused, timings
+    return runs, timings
 
 
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
@@ -114,17 +120,18 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     ws = Workspace(graph)
     config = RunConfig(inputs=tuple(zip(xs, wts, ys)), reps=reps)
     ref, ref_name = _reference(cp, layer, xs[0], wts[0])
-    fused, nonfused, timings = _timed_runs(graph, mp, config, ws, k_step, raw_blockidx)
+    runs, timings = _timed_runs(graph, mp, config, ws, k_step, raw_blockidx)
     checks = {name: {"rel_err": _rel(cp, e.output, ref), "nan_count": int(cp.isnan(e.output).sum())}
-              for name, e in (("fused", fused), ("nonfused", nonfused))}
-    bitwise = bool((fused.output == nonfused.output).all())
-    del fused, nonfused
+              for name, e in runs.items()}
+    bitwise = bool((runs["fused"].output == runs["nonfused"].output).all())
+    modes_bitwise = all(bool((e.output == runs["fused"].output).all()) for e in runs.values())
+    del runs
 
     wino_flops = float(graph.flops.sum())
     entry = {"layer": asdict(layer), "variant": variant.m, "partition": part.to_dict(),
              "gemm_plan": asdict(gemm_plan(part)), "mapping": {"strategy": mp.strategy, "params": mp.params},
              "tasks": graph.summary(), "reference": ref_name, "checks": checks,
-             "fused_equals_nonfused_bitwise": bitwise, "timings": timings,
+             "fused_equals_nonfused_bitwise": bitwise, "modes_bitwise_equal": modes_bitwise, "timings": timings,
              "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
@@ -150,7 +157,7 @@ def _fastest(entry) -> dict | None:
 
 
 def format_table(entries: list[dict]) -> str:
-    head = (f"{'layer':10} {'fused':>9} {'nf':>9} {'nf-graph':>9} {'cudnn best':>24} {'x cudnn':>7} "
+    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'nf':>9} {'nf-graph':>9} {'cudnn best':>24} {'x cudnn':>7} "
             f"{'x nf-g':>6} {'floor':>8} {'err':>8}")
     lines = [head, "-" * len(head)]
     for e in entries:
@@ -159,7 +166,8 @@ def format_table(entries: list[dict]) -> str:
         best = _fastest(e)
         floor = max(e["floors_us"].values())
         lines.append(
-            f"{e['layer']['name'][:10]:10} {f:9.1f} {t['nonfused']['median_us']:9.1f} {g:9.1f} "
+            f"{e['layer']['name'][:10]:10} {f:9.1f} {t['fused-persistent']['median_us']:9.1f} "
+            f"{t['nonfused']['median_us']:9.1f} {g:9.1f} "
             + (f"{best['name'][:15]:>15} {best['median_us']:8.1f} {best['median_us'] / f:7.2f}" if best
                else f"{'-':>24} {'-':>7}")
             + f" {g / f:6.2f} {floor:8.1f} {e['checks']['fused']['rel_err']:8.1e}")

@@ -8,6 +8,7 @@ import sys
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.errors import MegasimError
+from megasim.contract.scheduling import MODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +46,7 @@ def cmd_simulate(args) -> int:
         variant, partition = WinogradVariant(args.variant), partition_for(layer, gpu.name, args.partition)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1])
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], args.mode)
     if args.trace:
         from megasim.app.perfetto import write_trace
         write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
@@ -129,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     _problem_args(sim)
     sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
     add_policy_args(sim)
+    sim.add_argument("--mode", default="static", choices=MODES,
+                     help="megakernel scheduling: static (a block per task) or persistent (resident blocks loop)")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")

@@ -21,6 +21,7 @@ from megasim.contract.graph import TaskGraph
 from megasim.contract.mapping import Mapping
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
+from megasim.contract.scheduling import check_mode
 
 WHOLE_LAUNCHES = ("fused", "nonfused")
 STAGE_LAUNCHES = {name: op for op, name in OP_NAMES.items()}
@@ -35,15 +36,18 @@ class RunConfig:
     kernel alone, which only a timing model can run, since its inputs come from the other stages).
     `inputs`: (x, w) or (x, w, y) sets in the interpreter's own arrays; none means one random set drawn
     from `seed`; timed runs rotate over them. `reps`: timed launches (interpreters with a clock of
-    their own; 0: run once). `seed` also draws the engine's per-block work variation.
+    their own; 0: run once). `seed` also draws the engine's per-block work variation. `mode`: how the
+    megakernel's blocks find their tasks (`megasim.contract.scheduling`); the output never depends on it.
     """
 
     launch: str = "fused"
     seed: int = 0
     inputs: tuple = ()
     reps: int = 0
+    mode: str = "static"
 
     def __post_init__(self):
+        check_mode(self.mode)
         if self.launch not in WHOLE_LAUNCHES and self.launch not in STAGE_LAUNCHES:
             raise MegasimError(f"unknown launch {self.launch!r}; known: "
                                f"{', '.join([*WHOLE_LAUNCHES, *STAGE_LAUNCHES])}")

@@ -55,6 +55,9 @@ class GPUSpec:
         "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
         "cost as many channels of main loop", 0.0)
     task_overhead_cycles: int = _f("per block: task-map read, indexing, the counter atomic", 0)
+    block_launch_cycles: float = _f(
+        "of a new block's start (dispatch latency aside), the part that only a new block pays: its launch "
+        "and prologue, within task_overhead_cycles. A persistent block's next task skips it", 0.0)
     block_bytes_per_cycle: dict = _f(
         "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
         "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
@@ -92,7 +95,7 @@ class GPUSpec:
         return replace(self, **model)
 
 
-NON_NEGATIVE = {"task_overhead_cycles", "gemm_half_efficiency_channels", "block_work_cv", "first_launch_us",
+NON_NEGATIVE = {"task_overhead_cycles", "block_launch_cycles", "gemm_half_efficiency_channels", "block_work_cv", "first_launch_us",
                 "launch_overhead_us"}
 
 

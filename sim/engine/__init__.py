@@ -2,14 +2,17 @@
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import megakernel_resources, stage_resources
+from megasim.contract.scheduling import check_mode
 
 
-def fused_kernels(graph, mapping):
+def fused_kernels(graph, mapping, mode: str = "static"):
     """The megakernel: every task in mapping order, one block shape (the max over stages).
 
     Its dependency counters are reset by a copy launched just before it, which the measured time holds.
+    `mode` is the scheduling mode (`megasim.contract.scheduling`).
     """
-    return [Kernel(mapping.order, megakernel_resources(graph.partition), True, "megakernel", preceding_launches=1)]
+    return [Kernel(mapping.order, megakernel_resources(graph.partition), True, "megakernel", preceding_launches=1,
+                   persistent=check_mode(mode) == "persistent")]
 
 
 def nonfused_kernels(graph):

@@ -50,6 +50,8 @@ class Kernel:
     """One launch: tasks in logical order, one block footprint, and whether blocks poll counters.
 
     `preceding_launches` tiny launches go first (the megakernel's counter reset), each one launch gap.
+    A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
+    predecessor freed without a block launch (`megasim.contract.scheduling`).
     """
 
     tasks: np.ndarray
@@ -57,6 +59,7 @@ class Kernel:
     check_deps: bool
     name: str = "kernel"
     preceding_launches: int = 0
+    persistent: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +119,7 @@ class _Machine:
         self.check = kern.check_deps
         slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
+        self.launched_blocks = slots * gpu.sm_count if kern.persistent else self.size
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
         self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap)
@@ -132,16 +136,19 @@ class _Machine:
         t = max(now, self.next_dispatch_at)
         interval = self.gpu.tb_dispatch_interval_cycles
         latency = self.gpu.tb_dispatch_latency_cycles + self.overhead
+        looped = max(0.0, self.overhead - self.gpu.block_launch_cycles)
         while self.next < self.size:
             b = self.base + self.next
             sm = self.policy.take(self.next)
             if sm < 0:
                 break
+            new_block = self.next < self.launched_blocks
             self.next += 1
             self.sm[b] = sm
-            self.t_dispatch[b] = t
-            self.clock.call_later(t - now + latency, self.start, b)
-            t += interval
+            self.t_dispatch[b] = max(t, now) if new_block else now
+            self.clock.call_later(self.t_dispatch[b] - now + (latency if new_block else looped), self.start, b)
+            if new_block:
+                t += interval
         self.next_dispatch_at = t
 
     # a thread block's life ---------------------------------------------

@@ -23,7 +23,7 @@ class SimpyInterpreter:
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
         if config.launch == "fused":
-            kernels = fused_kernels(graph, mapping)
+            kernels = fused_kernels(graph, mapping, config.mode)
         else:
             kernels = [k for k in nonfused_kernels(graph) if config.launch in ("nonfused", k.name)]
         raw = run_kernels(graph, kernels, self.gpu, self.policy, seed=config.seed)

@@ -70,6 +70,7 @@ class SimResult:
     strategy: str
     params: dict
     policy: str
+    mode: str
     fused: RunStats
     nonfused: RunStats
     infusible: int
@@ -84,7 +85,7 @@ class SimResult:
     def to_json(self) -> dict:
         f, n = self.fused, self.nonfused
         return {"layer": self.layer, "gpu": self.gpu, "strategy": self.strategy, "params": self.params,
-                "policy": self.policy, "fused_us": f.time_us, "nonfused_us": n.time_us,
+                "policy": self.policy, "mode": self.mode, "fused_us": f.time_us, "nonfused_us": n.time_us,
                 "speedup": self.speedup, "num_tbs": self.num_tbs, "infusible": self.infusible,
                 "l2_hit_rate": f.l2_hit_rate, "nonfused_l2_hit_rate": n.l2_hit_rate,
                 "dram_bytes": f.dram_bytes, "nonfused_dram_bytes": n.dram_bytes,

@@ -11,20 +11,20 @@ from megasim.engine.result import RunStats, SimResult
 
 
 def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_round_robin",
-             policy_options: dict | None = None) -> SimResult:
+             policy_options: dict | None = None, mode: str = "static") -> SimResult:
     """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model.
 
     A replayed trace places the megakernel's blocks; the non-fused kernels, which the trace does not
-    cover, fall back to the default policy.
+    cover, fall back to the default policy. `mode` is the megakernel's scheduling mode.
     """
     t0 = time.perf_counter()
-    raw = run_kernels(graph, fused_kernels(graph, mapping), gpu, policy, policy_options)
+    raw = run_kernels(graph, fused_kernels(graph, mapping, mode), gpu, policy, policy_options)
     fused = RunStats.from_raw(raw, graph, gpu)
     nonfused_policy = ("in_order_round_robin", None) if policy == "replay" else (policy, policy_options)
     nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, *nonfused_policy), graph, gpu)
     window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
-                     policy=policy, fused=fused, nonfused=nonfused,
+                     policy=policy, mode=mode, fused=fused, nonfused=nonfused,
                      infusible=infusible_count(graph, mapping, window), num_tbs=graph.num_tasks,
                      sim_seconds=time.perf_counter() - t0, graph_summary=graph.summary())
 

@@ -36,6 +36,7 @@ BUILDS = {
     "f6-ragged": KernelConfig(Layer(3, 5, 9, 13, 7), WinogradVariant(6), SMALL),
     "trace": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), DEFAULT_CONFIG.partition, trace=True),
     "raw-blockidx": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, ticket=False),
+    "persistent-trace": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, trace=True, mode="persistent"),
 }
 
 

@@ -93,3 +93,25 @@ def test_block_work_variation_keeps_the_mean_and_breaks_lockstep():
     assert runs[0].total_cycles == runs[1].total_cycles != runs[2].total_cycles
     ideal = n * f / (gpu.sm_count * gpu.fp32_flops_per_cycle_per_sm)
     assert runs[0].total_cycles == pytest.approx(ideal, rel=0.1)
+
+
+def test_persistent_blocks_skip_the_block_launch():
+    """One slot, eight tasks: a persistent block pays dispatch and block launch once, a static one per task."""
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
+                  block_launch_cycles=400)
+    n = 8
+    g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
+    static = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles
+    persistent = run_kernels(g, [Kernel(np.arange(n), BLOCK, False, persistent=True)], gpu, quantum=0.0).total_cycles
+    work = 1000.0 / gpu.fp32_flops_per_cycle_per_sm
+    assert static == pytest.approx(n * (300 + 1000 + work))
+    assert persistent == pytest.approx((300 + 1000 + work) + (n - 1) * (1000 - 400 + work))
+
+
+def test_persistent_mode_is_static_when_starting_a_task_costs_nothing():
+    gpu = toy_gpu(tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=0.0, task_overhead_cycles=0)
+    n = 64
+    g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM] * (n // 2), [5e4] * n, [20_000] * n)
+    runs = [run_kernels(g, [Kernel(np.arange(n), BLOCK, False, persistent=p)], gpu) for p in (False, True)]
+    assert runs[0].total_cycles == runs[1].total_cycles
+    assert np.array_equal(runs[0].records["sm"], runs[1].records["sm"])
