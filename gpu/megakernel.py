@@ -40,7 +40,8 @@ def resident_capacity(cp, kernel, threads: int) -> int:
     if query is None:
         raise MegasimError("this CuPy has no occupancy query; the persistent mode needs one to size its grid")
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    return int(query(kernel.ptr, threads, 0)) * int(sms)
+    function = getattr(kernel, "kernel", kernel)  # a RawKernel wraps the driver's function
+    return int(query(function.ptr, threads, 0)) * int(sms)
 
 
 class FusedConv:
