@@ -116,6 +116,7 @@ class KernelConfig:
     spin_limit_ns: int = 2_000_000_000
     k_step: int = GEMM_K_STEP  # channels per GEMM main-loop step; the contract's value unless experimenting
     mode: str = "static"  # megasim.contract.scheduling
+    min_blocks: int = 0  # launch bounds' blocks per SM; 0: the kernels' default
 
     def __post_init__(self):
         check_mode(self.mode)
@@ -130,7 +131,7 @@ class KernelConfig:
         """The layer without its name: two layers of one shape share a build."""
         lay = self.layer
         return (lay.n, lay.c, lay.h, lay.w, lay.k, self.variant.m, self.partition,
-                self.ticket, self.trace, self.spin_limit_ns, self.k_step, self.mode)
+                self.ticket, self.trace, self.spin_limit_ns, self.k_step, self.mode, self.min_blocks)
 
     def mismatches(self, graph: TaskGraph) -> list[str]:
         """Fields where `graph` differs from this build, as 'where.field: built X, graph Y'."""
@@ -195,6 +196,7 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
         "MS_BK": bk, "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
         "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode == "persistent"),
+        **({"MS_MIN_BLOCKS": cfg.min_blocks} if cfg.min_blocks else {}),
         "MS_STAGES": stages,
     }
     mats = winograd_matrices(var.m)

@@ -50,8 +50,10 @@ class FusedConv:
                  mode: str = "static", blocks: int | None = None):
         cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
-                                                     k_step=k_step, mode=mode))
+        build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step)
+        if mode == "persistent":
+            build["min_blocks"] = self._static_occupancy(cp, graph, build)
+        self.module = module(KernelConfig.of(graph, mode=mode, **build))
         self.module.check(graph)
         self.kernel = self.module.function("ms_megakernel")
         self.grid = self._grid(cp, mode, blocks)
@@ -64,6 +66,13 @@ class FusedConv:
         self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
         self.ws = workspace or Workspace(graph)
         self._cp = cp
+
+    @staticmethod
+    def _static_occupancy(cp, graph: TaskGraph, build: dict) -> int:
+        """Blocks per SM of the static build: the persistent loop must not cost one (its launch bounds)."""
+        static = module(KernelConfig.of(graph, **{**build, "trace": False})).function("ms_megakernel")
+        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+        return resident_capacity(cp, static, graph.partition.threads) // sms
 
     def _grid(self, cp, mode: str, blocks: int | None) -> int:
         """One block per task, or (persistent) what is co-resident; a larger persistent grid is refused."""

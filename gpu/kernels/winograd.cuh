@@ -21,7 +21,11 @@
 #define MS_A2 (MS_ALPHA * MS_ALPHA)
 // Blocks per SM the register allocation must allow (launch bounds): 384
 // threads' worth, which caps the 8 x 8 GEMM near 168 registers at 128 threads.
+// A persistent build sets it to the static build's occupancy, so its loop
+// cannot cost a resident block.
+#ifndef MS_MIN_BLOCKS
 #define MS_MIN_BLOCKS (MS_NT <= 384 ? 384 / MS_NT : 1)
+#endif
 #ifndef MS_BK
 #define MS_BK 8
 #endif
