@@ -100,3 +100,13 @@ def test_bad_profile_is_refused(tmp_path):
     prof = CalibrationProfile(gpu="h200", model={"warp_speed": 9})
     with pytest.raises(MegasimError, match="unknown field"):
         prof.apply(load_gpu("h200"))
+
+
+def test_a_profile_is_stale_on_other_kernels_unless_revalidated_on_them():
+    from megasim.app.calibrate.profile import CalibrationProfile
+    from megasim.gpu.backend import kernel_build_hash
+    old = CalibrationProfile(gpu="h200", provenance={"kernel_build": "000000000000"})
+    assert "fitted on kernel build 000000000000" in old.stale()
+    revalidated = CalibrationProfile(gpu="h200", provenance={"kernel_build": "000000000000",
+                                                             "revalidated_builds": [kernel_build_hash()]})
+    assert revalidated.stale() is None

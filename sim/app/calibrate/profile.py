@@ -38,10 +38,15 @@ class CalibrationProfile:
         return spec.with_model(**self.hardware, **self.model)
 
     def stale(self) -> str | None:
-        """A line saying the kernels changed since the fit, or None."""
+        """A line saying the kernels changed since the fit, or None.
+
+        A build the profile was re-validated on (its runs re-measured and found the same within noise,
+        `revalidated_builds`, the evidence in `revalidation`) counts as the fitted one: the kernel source
+        can change where the timed paths do not, and a refit would then only add noise.
+        """
         fitted = self.provenance.get("kernel_build")
         now = kernel_build_hash()
-        if fitted and fitted != now:
+        if fitted and fitted != now and now not in self.provenance.get("revalidated_builds", []):
             return f"profile fitted on kernel build {fitted}, the kernels here are build {now}: predictions may be stale"
         return None
 

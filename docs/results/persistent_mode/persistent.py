@@ -1,6 +1,6 @@
 """Static vs persistent megakernel on every paper layer, and the static build's calibration runs re-measured.
 
-    python docs/results/persistent_h200/persistent.py --gpu h200 --out DIR
+    python docs/results/persistent_mode/persistent.py --gpu h200 --out DIR
 
 Per layer (the GPU's partition table, the paper's default mapping): the fused time in each scheduling
 mode (CUDA events, median of `reps` over rotated inputs, each timing includes the control-word reset),
