@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     for layer in map(load_layer, names):
         for part in ([partition_for(layer, "h200")] if args.tuned else SWEEP if layer.k >= 64 else SWEEP_SMALL_K):
             try:
-                e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False,
+                e = bench_layer(layer, args, bw, partition=part, baselines=False, raw_blockidx=False, variants=False,
                                 k_step=args.k_step)
             except MegasimError as err:
                 print(f"{layer.name} {part}: {err}", flush=True)

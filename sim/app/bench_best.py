@@ -1,0 +1,73 @@
+"""The other Winograd variants' fused runs, and the best fused configuration of a layer.
+
+`megasim bench` times the requested variant in full (fused in every scheduling mode, non-fused,
+baselines). A user who wants the fastest fused convolution does not care which F(m x m, 3 x 3) gives
+it, as long as it is accurate enough, so the other variants run fused too, in every mode. The best
+is the fastest run whose output has no NaN and whose relative error against float64 is within its
+variant's tolerance. F(6x6) rounds more than F(4x4) (larger transform constants), so it has its own
+tolerance, the one the GPU tests use.
+"""
+from __future__ import annotations
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.interpreter import RunConfig
+from megasim.contract.problem import WinogradVariant
+from megasim.contract.scheduling import MODES
+
+VARIANTS = (2, 4, 6)
+TOLERANCE = {2: 5e-6, 4: 5e-6, 6: 1e-4}
+
+
+def timing_key(mode: str, variant: int, main_variant: int) -> str:
+    """'fused', 'fused-persistent' for the requested variant; '-f<m>' appended for the others."""
+    key = "fused" if mode == "static" else f"fused-{mode}"
+    return key if variant == main_variant else f"{key}-f{variant}"
+
+
+def other_variant_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> tuple[dict, dict]:
+    """(timings, checks) of every mode of every variant but `graph`'s, on the same inputs and partition.
+
+    `mapping_for(graph)` builds the mapping the user asked for on another variant's graph,
+    `interpreter_for(graph)` a CUDA interpreter with its workspace, `score(y)` the output's check.
+    A variant the kernels cannot build is recorded with its error, not raised.
+    """
+    timings, checks = {}, {}
+    main = graph.variant.m
+    for m in VARIANTS:
+        if m == main:
+            continue
+        try:
+            other = build_graph(graph.layer, WinogradVariant(m), graph.partition)
+            mapping, cuda = mapping_for(other), interpreter_for(other)
+            for mode in MODES:
+                run = cuda.run(other, mapping, RunConfig(inputs=config.inputs, reps=config.reps, mode=mode))
+                key = timing_key(mode, m, main)
+                timings[key], checks[key] = run.native, score(run.output)
+        except MegasimError as exc:
+            timings[timing_key("static", m, main)] = {"median_us": None, "error": str(exc)}
+    return timings, checks
+
+
+def _parse(key: str, main_variant: int) -> tuple[str, int] | None:
+    parts = key.split("-")[1:]
+    variant = int(parts.pop()[1:]) if parts and parts[-1].startswith("f") and parts[-1][1:].isdigit() else main_variant
+    mode = parts[0] if parts else "static"
+    return (mode, variant) if mode in MODES else None
+
+
+def best_fused(entry: dict) -> dict | None:
+    """The fastest accurate fused run of a bench entry: mode, variant, mapping, partition, time, error."""
+    best = None
+    for key, timing in entry["timings"].items():
+        parsed = _parse(key, entry["variant"]) if key.startswith("fused") else None
+        check = entry["checks"].get(key)
+        if parsed is None or check is None or not timing or timing.get("median_us") is None:
+            continue
+        mode, variant = parsed
+        if check["nan_count"] or not check["rel_err"] <= TOLERANCE[variant]:
+            continue
+        if best is None or timing["median_us"] < best["median_us"]:
+            best = {"mode": mode, "variant": variant, "timing": key, "median_us": timing["median_us"],
+                    "rel_err": check["rel_err"], "mapping": entry["mapping"], "partition": entry["partition"]}
+    return best
