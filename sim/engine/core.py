@@ -145,7 +145,7 @@ class _Machine:
             new_block = self.next < self.launched_blocks
             self.next += 1
             self.sm[b] = sm
-            self.t_dispatch[b] = max(t, now) if new_block else now
+            self.t_dispatch[b] = t if new_block else now
             self.clock.call_later(self.t_dispatch[b] - now + (latency if new_block else looped), self.start, b)
             if new_block:
                 t += interval
