@@ -34,14 +34,18 @@ class Workspace:
         self.U, self.V, self.M = (cp.empty(shapes[name], dtype=cp.float32) for name in ("U", "V", "M"))
 
 
-def resident_capacity(cp, kernel, threads: int) -> int:
-    """Blocks of `kernel` that fit on the whole GPU at once: the driver's occupancy query x SMs."""
+def device_blocks_per_sm(cp, kernel, threads: int) -> int:
+    """Blocks of `kernel` one SM holds at once, by the driver's occupancy query of the compiled build."""
     query = getattr(cp.cuda.driver, "occupancyMaxActiveBlocksPerMultiprocessor", None)
     if query is None:
         raise MegasimError("this CuPy has no occupancy query; the persistent mode needs one to size its grid")
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     function = getattr(kernel, "kernel", kernel)  # a RawKernel wraps the driver's function
-    return int(query(function.ptr, threads, 0)) * int(sms)
+    return int(query(function.ptr, threads, 0))
+
+
+def resident_capacity(cp, kernel, threads: int) -> int:
+    """Blocks of `kernel` that fit on the whole GPU at once."""
+    return device_blocks_per_sm(cp, kernel, threads) * int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
 
 class FusedConv:
@@ -71,8 +75,7 @@ class FusedConv:
     def _static_occupancy(cp, graph: TaskGraph, build: dict) -> int:
         """Blocks per SM of the static build: the persistent loop must not cost one (its launch bounds)."""
         static = module(KernelConfig.of(graph, **{**build, "trace": False})).function("ms_megakernel")
-        sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-        return resident_capacity(cp, static, graph.partition.threads) // sms
+        return device_blocks_per_sm(cp, static, graph.partition.threads)
 
     def _grid(self, cp, mode: str, blocks: int | None) -> int:
         """One block per task, or (persistent) what is co-resident; a larger persistent grid is refused."""

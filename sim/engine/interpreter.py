@@ -1,7 +1,9 @@
 """The SimPy engine behind the interpreter protocol (`megasim.contract.interpreter`).
 
-The GPU model and the dispatch policy are the engine's own inputs, so they go to the constructor;
-a run is `run_kernels` over the launches `RunConfig.launch` names, its records and times unchanged.
+The GPU model and the dispatch policy (with its declared options) are the engine's own inputs, so they
+go to the constructor; a run is `run_kernels` over the launches `RunConfig.launch` names, its records
+and times unchanged. A replayed trace places only the megakernel's blocks, so the non-fused kernels,
+which it does not cover, run under the default policy.
 """
 from __future__ import annotations
 
@@ -11,22 +13,27 @@ from megasim.contract.mapping import Mapping
 from megasim.contract.spec import GPUSpec
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 
+DEFAULT_POLICY = "in_order_round_robin"
+
 
 class SimpyInterpreter:
     """Predicts: the records carry simulated SMs and times, `native` the RawRun (L2, DRAM bytes)."""
 
     name = "simpy"
 
-    def __init__(self, gpu: GPUSpec, policy: str = "in_order_round_robin"):
+    def __init__(self, gpu: GPUSpec, policy: str = DEFAULT_POLICY, policy_options: dict | None = None):
         self.gpu = gpu
         self.policy = policy
+        self.policy_options = policy_options
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
+        policy = (self.policy, self.policy_options)
         if config.launch == "fused":
             kernels = fused_kernels(graph, mapping, config.mode)
         else:
             kernels = [k for k in nonfused_kernels(graph) if config.launch in ("nonfused", k.name)]
-        raw = run_kernels(graph, kernels, self.gpu, self.policy, seed=config.seed)
+            policy = (DEFAULT_POLICY, None) if self.policy == "replay" else policy
+        raw = run_kernels(graph, kernels, self.gpu, *policy, seed=config.seed)
         to_us = self.gpu.cycles_to_us
         return Execution(interpreter=self.name, launch=config.launch, records=raw.records,
                          time_us=to_us(raw.total_cycles),

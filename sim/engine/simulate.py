@@ -3,25 +3,22 @@ from __future__ import annotations
 
 import time
 
-from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.contract.graph import TaskGraph
+from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import Mapping, infusible_count
 from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.engine.interpreter import SimpyInterpreter
 from megasim.engine.result import RunStats, SimResult
 
 
 def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_round_robin",
              policy_options: dict | None = None, mode: str = "static") -> SimResult:
-    """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model.
-
-    A replayed trace places the megakernel's blocks; the non-fused kernels, which the trace does not
-    cover, fall back to the default policy. `mode` is the megakernel's scheduling mode.
-    """
+    """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model, through the
+    SimPy interpreter. `mode` is the megakernel's scheduling mode."""
     t0 = time.perf_counter()
-    raw = run_kernels(graph, fused_kernels(graph, mapping, mode), gpu, policy, policy_options)
-    fused = RunStats.from_raw(raw, graph, gpu)
-    nonfused_policy = ("in_order_round_robin", None) if policy == "replay" else (policy, policy_options)
-    nonfused = RunStats.from_raw(run_kernels(graph, nonfused_kernels(graph), gpu, *nonfused_policy), graph, gpu)
+    engine = SimpyInterpreter(gpu, policy, policy_options)
+    fused = RunStats.from_raw(engine.run(graph, mapping, RunConfig(mode=mode)).native, graph, gpu)
+    nonfused = RunStats.from_raw(engine.run(graph, None, RunConfig(launch="nonfused")).native, graph, gpu)
     window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, mode=mode, fused=fused, nonfused=nonfused,
