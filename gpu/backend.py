@@ -26,7 +26,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring
-from megasim.contract.scheduling import check_mode
+from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
 
 try:
@@ -120,8 +120,8 @@ class KernelConfig:
 
     def __post_init__(self):
         check_mode(self.mode)
-        if self.mode == "persistent" and not self.ticket:
-            raise MegasimError("the persistent mode takes its tasks from the ticket; it has no raw-blockIdx build")
+        if self.mode in RESIDENT_MODES and not self.ticket:
+            raise MegasimError(f"the {self.mode} mode takes its tasks from an atomic counter; it has no raw-blockIdx build")
 
     @staticmethod
     def of(graph: TaskGraph, **kw) -> KernelConfig:
@@ -195,7 +195,8 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
         "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
         "MS_BK": bk, "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
-        "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode == "persistent"),
+        "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode in RESIDENT_MODES),
+        "MS_READY_QUEUE": int(cfg.mode == "ready_queue"),
         **({"MS_MIN_BLOCKS": cfg.min_blocks} if cfg.min_blocks else {}),
         "MS_STAGES": stages,
     }

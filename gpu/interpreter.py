@@ -17,6 +17,7 @@ from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import Execution, RunConfig, block_order, require_whole, untimed_records
 from megasim.contract.mapping import Mapping
 from megasim.contract.resources import GEMM_K_STEP
+from megasim.contract.scheduling import serial_queue_order
 from megasim.gpu.backend import require_cupy
 from megasim.gpu.emulator import emulate
 from megasim.gpu.megakernel import FusedConv, Workspace
@@ -25,7 +26,8 @@ from megasim.gpu.timing import rotation_inputs, time_launches
 
 
 class EmulatorInterpreter:
-    """Computes y block by block in logical order, raising where a block would wait forever."""
+    """Computes y block by block in logical order, raising where a block would wait forever; in the
+    ready-queue mode, in the order one block draining the queue would take them."""
 
     name = "emulator"
 
@@ -42,7 +44,8 @@ class EmulatorInterpreter:
             lay = graph.layer
             x = rng.standard_normal((lay.n, lay.h, lay.w, lay.c))
             w = rng.standard_normal((lay.k, 3, 3, lay.c))
-        y = emulate(graph, Mapping(order), x, w, self.dtype)
+        served = serial_queue_order(graph, order) if config.mode == "ready_queue" else order
+        y = emulate(graph, Mapping(served), x, w, self.dtype)
         return Execution(interpreter=self.name, launch=config.launch, records=untimed_records(graph, order),
                          output=y)
 

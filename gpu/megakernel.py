@@ -20,9 +20,11 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
+from megasim.contract.scheduling import RESIDENT_MODES, ready_queue
 
 CTL_COUNTERS = 32  # words before the counters in the control block (megakernel.cu)
 CTL_STRIDE = 32  # words per counter: one 128-byte line each
+CTL_PUSHED, CTL_FIFO, CTL_PENDING, CTL_WAITERS, CTL_ROOTS, CTL_NUM_ROOTS, CTL_ROOTS_QUEUED = 7, 8, 9, 10, 11, 12, 13
 
 
 class Workspace:
@@ -55,7 +57,7 @@ class FusedConv:
         cp = require_cupy()
         self.graph = graph
         build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step)
-        if mode == "persistent":
+        if mode in RESIDENT_MODES:
             build["min_blocks"] = self._static_occupancy(cp, graph, build)
         self.module = module(KernelConfig.of(graph, mode=mode, **build))
         self.module.check(graph)
@@ -65,7 +67,11 @@ class FusedConv:
         self.task_map = cp.asarray(encode(graph, self.order))
         init = np.zeros(CTL_COUNTERS + CTL_STRIDE * len(graph.counter_init), dtype=np.int32)
         init[CTL_COUNTERS::CTL_STRIDE] = graph.counter_init
+        rq = np.zeros(1, dtype=np.int32)
+        if mode == "ready_queue":
+            init, rq = self._ready_queue_words(init)
         self.ctl_init = cp.asarray(init)
+        self.rq = cp.asarray(rq)
         self.ctl = cp.empty_like(self.ctl_init)
         self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
         self.ws = workspace or Workspace(graph)
@@ -77,6 +83,20 @@ class FusedConv:
         static = module(KernelConfig.of(graph, **{**build, "trace": False})).function("ms_megakernel")
         return device_blocks_per_sm(cp, static, graph.partition.threads)
 
+    def _ready_queue_words(self, init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Control words with the FIFO (the first grid-size roots, then -1) and the pending counts after
+        the counters; and the constant lists: per-counter offsets, the waiter lists, the roots."""
+        plan = ready_queue(self.graph, self.order)
+        tasks, window = self.graph.num_tasks, min(self.grid, len(plan.roots))
+        fifo = np.full(tasks, -1, dtype=np.int32)
+        fifo[:window] = plan.roots[:window]
+        init[CTL_PUSHED] = init[CTL_ROOTS_QUEUED] = window
+        init[CTL_FIFO], init[CTL_PENDING] = len(init), len(init) + tasks
+        init[CTL_WAITERS] = len(plan.waiter_offsets)
+        init[CTL_ROOTS], init[CTL_NUM_ROOTS] = len(plan.waiter_offsets) + len(plan.waiters), len(plan.roots)
+        return (np.concatenate([init, fifo, plan.pending]),
+                np.concatenate([plan.waiter_offsets, plan.waiters, plan.roots]))
+
     def _grid(self, cp, mode: str, blocks: int | None) -> int:
         """One block per task, or (persistent) what is co-resident; a larger persistent grid is refused."""
         tasks = self.graph.num_tasks
@@ -84,7 +104,7 @@ class FusedConv:
             return tasks
         capacity = resident_capacity(cp, self.kernel, self.graph.partition.threads)
         if blocks is not None and blocks > capacity:
-            raise MegasimError(f"persistent grid of {blocks} blocks exceeds the {capacity} that fit on this GPU at "
+            raise MegasimError(f"{mode} grid of {blocks} blocks exceeds the {capacity} that fit on this GPU at "
                                f"once; blocks that cannot be resident could wait forever on each other")
         return min(tasks, blocks or capacity)
 
@@ -96,7 +116,7 @@ class FusedConv:
                                     cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
         threads = self.graph.partition.threads
         self.kernel((self.grid,), (threads,),
-                    (x, w, self.ws.U, self.ws.V, self.ws.M, y, self.task_map, self.ctl, self.trace),
+                    (x, w, self.ws.U, self.ws.V, self.ws.M, y, self.task_map, self.ctl, self.trace, self.rq),
                     stream=stream)
 
     def check(self) -> None:
@@ -105,6 +125,10 @@ class FusedConv:
         if ctl[1]:
             block, task, counter, value = (int(v) for v in ctl[2:6])
             g = self.graph
+            if task < 0:
+                raise MegasimError(
+                    f"ready queue ran dry: FIFO slot {counter} stayed empty for {self.module.config.spin_limit_ns / 1e9:g} s "
+                    f"with {value} of {g.num_tasks} tasks ever queued; a task waits on a counter that never reaches zero")
             raise MegasimError(
                 f"mapping deadlock or timeout at logical block {block}, task {task} "
                 f"({OP_NAMES[Op(int(g.op[task]))]} of group {int(g.group[task])}): counter {counter} still "

@@ -36,6 +36,7 @@
 #define MS_SPIN_LIMIT_NS 2000000000ull
 #define MS_NUM_TASKS 13
 #define MS_PERSISTENT 0
+#define MS_READY_QUEUE 0
 #define MS_STAGES 3
 template <int SI, int SO>
 __device__ __forceinline__ void ms_g(const float* x, float* y) {

@@ -169,10 +169,14 @@ def _fastest(entry) -> dict | None:
     return min(ok, key=lambda r: r["median_us"]) if ok else None
 
 
+def _us(value) -> str:
+    return f"{value:9.1f}" if value is not None else f"{'-':>9}"
+
+
 def format_table(entries: list[dict]) -> str:
     """Per layer: fused in each mode, the best accurate fused run (mode/variant), and that best against
     the graph-captured non-fused path and the fastest cuDNN/torch baseline."""
-    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'best fused':>18} {'nf-graph':>9} {'cudnn best':>24} "
+    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>18} {'nf-graph':>9} {'cudnn best':>24} "
             f"{'x cudnn':>7} {'x nf-g':>6} {'floor':>8} {'err':>8}")
     lines = [head, "-" * len(head)]
     for e in entries:
@@ -184,8 +188,9 @@ def format_table(entries: list[dict]) -> str:
         label = f"{fused['mode'][:4]}/F{fused['variant']} {f:8.1f}"
         base = _fastest(e)
         lines.append(
-            f"{e['layer']['name'][:10]:10} {t['fused']['median_us']:9.1f} {t['fused-persistent']['median_us']:9.1f} "
-            f"{label:>18} {g:9.1f} "
+            f"{e['layer']['name'][:10]:10} "
+            + " ".join(_us(t.get(k, {}).get("median_us")) for k in ("fused", "fused-persistent", "fused-ready_queue"))
+            + f" {label:>18} {g:9.1f} "
             + (f"{base['name'][:15]:>15} {base['median_us']:8.1f} {base['median_us'] / f:7.2f}" if base
                else f"{'-':>24} {'-':>7}")
             + f" {g / f:6.2f} {max(e['floors_us'].values()):8.1f} {fused['rel_err']:8.1e}")

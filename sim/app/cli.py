@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
     add_policy_args(sim)
     sim.add_argument("--mode", default="static", choices=MODES,
-                     help="megakernel scheduling: static (a block per task) or persistent (resident blocks loop)")
+                     help="megakernel scheduling: static (a block per task), persistent (resident blocks loop over tickets) "
+                          "or ready_queue (resident blocks pop tasks whose parents are done)")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")

@@ -2,7 +2,7 @@
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import megakernel_resources, stage_resources
-from megasim.contract.scheduling import check_mode
+from megasim.contract.scheduling import check_mode, ready_queue
 
 
 def fused_kernels(graph, mapping, mode: str = "static"):
@@ -11,8 +11,10 @@ def fused_kernels(graph, mapping, mode: str = "static"):
     Its dependency counters are reset by a copy launched just before it, which the measured time holds.
     `mode` is the scheduling mode (`megasim.contract.scheduling`).
     """
+    check_mode(mode)
+    ready = ready_queue(graph, mapping.order) if mode == "ready_queue" else None
     return [Kernel(mapping.order, megakernel_resources(graph.partition), True, "megakernel", preceding_launches=1,
-                   persistent=check_mode(mode) == "persistent")]
+                   persistent=mode == "persistent", ready=ready)]
 
 
 def nonfused_kernels(graph):

@@ -28,6 +28,7 @@ be dispatched: `DeadlockError` names them.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,7 @@ from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import StageResources, blocks_per_sm
+from megasim.contract.scheduling import ReadyQueue
 from megasim.contract.spec import GPUSpec
 from megasim.contract.records import empty_records
 
@@ -51,7 +53,8 @@ class Kernel:
 
     `preceding_launches` tiny launches go first (the megakernel's counter reset), each one launch gap.
     A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
-    predecessor freed without a block launch (`megasim.contract.scheduling`).
+    predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
+    queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
     """
 
     tasks: np.ndarray
@@ -60,6 +63,7 @@ class Kernel:
     name: str = "kernel"
     preceding_launches: int = 0
     persistent: bool = False
+    ready: ReadyQueue | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +92,7 @@ class _Machine:
         self.remaining = graph.counter_init.tolist()
         self.waiters: dict[int, list[int]] = {}
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
+        self.push_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.overhead = gpu.task_overhead_cycles
         self.latency_floor = gpu.dram_latency_cycles
         self.block_bw = [gpu.block_bytes_per_cycle.get(OP_NAMES[op], 0.0) for op in Op]
@@ -119,7 +124,9 @@ class _Machine:
         self.check = kern.check_deps
         slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
-        self.launched_blocks = slots * gpu.sm_count if kern.persistent else self.size
+        self.launched_blocks = slots * gpu.sm_count if kern.persistent or kern.ready else self.size
+        self.queue = kern.ready and _QueueState(kern.ready, self.base, self.launched_blocks)
+        self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
         self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap)
@@ -137,11 +144,12 @@ class _Machine:
         interval = self.gpu.tb_dispatch_interval_cycles
         latency = self.gpu.tb_dispatch_latency_cycles + self.overhead
         looped = max(0.0, self.overhead - self.gpu.block_launch_cycles)
-        while self.next < self.size:
-            b = self.base + self.next
+        queue = self.queue
+        while self.next < self.size and (not queue or queue.fifo):
             sm = self.policy.take(self.next)
             if sm < 0:
                 break
+            b = queue.fifo.popleft() if queue else self.base + self.next
             new_block = self.next < self.launched_blocks
             self.next += 1
             self.sm[b] = sm
@@ -156,7 +164,7 @@ class _Machine:
         """The block has taken its ticket and read its task: poll its counters."""
         now = self.env.now
         self.t_start[b] = now
-        if self.check:
+        if self.check and not self.queue:
             task = self.order[b]
             pend = 0
             for c in self.waits[task]:
@@ -209,20 +217,34 @@ class _Machine:
         self.l2.write(self.order[b])
         self.done_total += 1
         self.done_in_kernel += 1
-        self.policy.release(self.sm[b])
+        hold = 0.0
         if self.check:
             c = self.signals[self.order[b]]
             if c != NO_COUNTER:
                 self.remaining[c] -= 1
                 if self.remaining[c] == 0:
-                    self._wake(self.waiters.pop(c, ()))
+                    if self.queue:
+                        hold = self._push(c)
+                    else:
+                        self._wake(self.waiters.pop(c, ()))
+            if self.queue:
+                root = self.queue.next_root_after(b)
+                if root:
+                    self.clock.call_later(hold + self.push_delay, self._pushed, root)
         if self.done_in_kernel == self.size:
+            self.policy.release(self.sm[b])
             self.spans[-1][1] = now
             if self.kernel_index + 1 < len(self.kernels):
                 gap = self.gpu.us_to_cycles(self.gpu.launch_overhead_us)
                 self.clock.call_later(gap, self.launch, self.kernel_index + 1)
+        elif hold:
+            self.clock.call_later(hold, self._release, b)
         else:
-            self.pump()
+            self._release(b)
+
+    def _release(self, b: int) -> None:
+        self.policy.release(self.sm[b])
+        self.pump()
 
     def _wake(self, waiting) -> None:
         woken = []
@@ -232,6 +254,20 @@ class _Machine:
                 woken.append(b)
         if woken:
             self.clock.call_later(self.wake_delay, self.woken, woken)
+
+    def _push(self, counter: int) -> float:
+        """Counter `counter` reached zero: the finishing block sweeps its waiters, a block-width of them
+        per round (a pending-count atomic, then a warp's queue atomic), and keeps its slot meanwhile. A
+        task it readies reaches the queue after its round and the pushing atomics. Returns the sweep's cycles."""
+        rounds = self.queue.sweep(counter, self.threads)
+        per_round = 2 * self.gpu.atomic_latency_cycles
+        for r, ready in rounds.items():
+            self.clock.call_later(self.push_delay + r * per_round, self._pushed, ready)
+        return self.queue.rounds(counter, self.threads) * per_round
+
+    def _pushed(self, ready) -> None:
+        self.queue.fifo.extend(ready)
+        self.pump()
 
     # ----------------------------------------------------------------------
     def run(self) -> RawRun:
@@ -260,6 +296,10 @@ class _Machine:
                       total_cycles=self.spans[-1][1] + self.gpu.us_to_cycles(self.gpu.first_launch_us))
 
     def _deadlock_message(self) -> str:
+        if self.queue:
+            never = [b for b in range(len(self.order)) if self.sm[b] < 0]
+            return (f"ready queue ran dry at {self.gpu.cycles_to_us(self.env.now):.1f} us: {len(never)} tasks never "
+                    f"became ready (first blocks {never[:5]}); a counter they wait on never reaches zero")
         pos = {task: b for b, task in enumerate(self.order)}
         spinning = [b for b in range(len(self.order)) if self.blocked[b] > 0]
         parts = []
@@ -275,6 +315,38 @@ class _Machine:
         more = f"; {len(spinning) - 3} more spinning" if len(spinning) > 3 else ""
         return (f"deadlock at {self.gpu.cycles_to_us(self.env.now):.1f} us: {len(spinning)} resident blocks spin "
                 f"on parents that cannot be dispatched: " + "; ".join(parts) + more)
+
+
+class _QueueState:
+    """A ready-queue kernel's FIFO, in global block numbers, its pending counts, and its root window: the
+    first `window` roots are queued at launch, the next one each time a root finishes
+    (`megasim.contract.scheduling`)."""
+
+    def __init__(self, ready: ReadyQueue, base: int, window: int):
+        self.ready, self.base = ready, base
+        self.roots = (ready.roots + base).tolist()
+        self.fifo = deque(self.roots[:window])
+        self.next_root = min(window, len(self.roots))
+        self.pending = ready.pending.tolist()
+
+    def next_root_after(self, b: int) -> list:
+        """Block `b` finished: the root it lets into the FIFO, if it was a root and any are left."""
+        if self.ready.pending[b - self.base] or self.next_root >= len(self.roots):
+            return []
+        self.next_root += 1
+        return [self.roots[self.next_root - 1]]
+
+    def sweep(self, counter: int, threads: int) -> dict[int, list]:
+        """The waiters `counter` makes ready, by the sweep round that pushes them."""
+        index = {w: i for i, w in enumerate(self.ready.waiters_of(counter).tolist())}
+        out: dict[int, list] = {}
+        for w in self.ready.zeroed(self.pending, counter):
+            out.setdefault(index[w] // threads, []).append(self.base + w)
+        return out
+
+    def rounds(self, counter: int, threads: int) -> int:
+        n = int(self.ready.waiter_offsets[counter + 1] - self.ready.waiter_offsets[counter])
+        return -(-n // threads)
 
 
 DEFAULT_QUANTUM_CYCLES = 32.0

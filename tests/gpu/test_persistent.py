@@ -96,5 +96,5 @@ def test_persistent_illegal_mapping_never_hangs_and_the_next_launch_is_right(blo
 
 def test_persistent_needs_the_ticket():
     graph = build_graph(LAYER, WinogradVariant(4), SMALL)
-    with pytest.raises(MegasimError, match="persistent mode takes its tasks from the ticket"):
+    with pytest.raises(MegasimError, match="persistent mode takes its tasks from an atomic counter"):
         FusedConv(graph, make(graph, "sequential"), mode="persistent", ticket=False)

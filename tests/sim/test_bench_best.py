@@ -7,6 +7,7 @@ from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.scheduling import MODES
 from megasim.gpu.interpreter import EmulatorInterpreter
 from megasim.gpu.winograd import direct_conv
 
@@ -50,7 +51,8 @@ def test_other_variants_run_every_mode_on_the_same_inputs():
     score = lambda y: {"rel_err": float(np.linalg.norm(y - ref) / np.linalg.norm(ref)), "nan_count": 0}  # noqa: E731
     timings, checks = other_variant_runs(graph, lambda g: make(g, "paper"), RunConfig(inputs=((x, w),)),
                                          lambda g: EmulatorInterpreter(np.float64), score)
-    assert set(checks) == {"fused-f2", "fused-persistent-f2", "fused-f6", "fused-persistent-f6"}
+    assert set(checks) == {timing_key(mode, m, 4) for mode in MODES for m in (2, 6)}
+    assert "fused-ready_queue-f6" in checks
     assert all(c["rel_err"] < 1e-9 for c in checks.values())
 
 

@@ -36,7 +36,7 @@ def test_unknown_mode_is_one_line_and_exit_2(capsys):
 
 
 def test_run_config_refuses_an_unknown_mode():
-    with pytest.raises(MegasimError, match="unknown scheduling mode 'eager'; known: static, persistent"):
+    with pytest.raises(MegasimError, match="unknown scheduling mode .eager.; known: static, persistent, ready_queue"):
         RunConfig(mode="eager")
 
 
