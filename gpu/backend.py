@@ -25,7 +25,7 @@ import numpy as np
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
-from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring
+from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring, gemm_warp_tiled
 from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
 
@@ -194,7 +194,7 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_KPG": part.gemm_k_per_task, "MS_KPO": part.output_channels_per_task, "MS_KPF": part.filter_k_per_task,
         "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
         "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
-        "MS_BK": bk, "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
+        "MS_BK": bk, "MS_GEMM_WARP": int(gemm_warp_tiled(lay, part, cfg.k_step)), "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
         "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode in RESIDENT_MODES),
         "MS_READY_QUEUE": int(cfg.mode == "ready_queue"),
         **({"MS_MIN_BLOCKS": cfg.min_blocks} if cfg.min_blocks else {}),

@@ -31,6 +31,7 @@
 #define MS_VEC_C 1
 #define MS_VEC_K 1
 #define MS_BK 8
+#define MS_GEMM_WARP 0
 #define MS_USE_TICKET 1
 #define MS_TRACE 0
 #define MS_SPIN_LIMIT_NS 2000000000ull

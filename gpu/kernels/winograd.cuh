@@ -175,6 +175,12 @@ __device__ __forceinline__ void ms_cp_commit() { asm volatile("cp.async.commit_g
 template <int N>
 __device__ __forceinline__ void ms_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+#ifndef MS_GEMM_WARP
+#define MS_GEMM_WARP 0
+#endif
+#if MS_GEMM_WARP
+#include "gemm_warp.cuh"
+#else
 __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, float* Mb, int g, int j) {
     __shared__ __align__(16) float Vs[MS_STAGES][MS_GE][MS_TPG][MS_VROW];
     __shared__ __align__(16) float Us[MS_STAGES][MS_GE][MS_BK][MS_UROW];
@@ -294,3 +300,4 @@ __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, flo
     }
     ms_cp_wait<0>();
 }
+#endif  // MS_GEMM_WARP

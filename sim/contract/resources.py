@@ -83,6 +83,21 @@ def gemm_plan(part: Partition) -> GemmPlan:
     return best[1]
 
 
+def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
+    """Whether the build compiles the warp-tiled GEMM body (gpu/kernels/gemm_warp.cuh) instead of the
+    generic one: one point at a time, 8 x 4 or 8 x 8 per thread, a 4 x 8 lane grid that tiles the task,
+    whole channel steps and 16-byte rows of K. Same ring, same shared memory, same output bits."""
+    plan = gemm_plan(part)
+    if plan.ge != 1 or plan.tm != 8 or plan.tn not in (4, 8):
+        return False
+    wm, wn = 4 * plan.tm, 8 * plan.tn
+    if part.tiles_per_group % wm or part.gemm_k_per_task % wn:
+        return False
+    if (part.tiles_per_group // wm) * (part.gemm_k_per_task // wn) * 32 != part.threads:
+        return False
+    return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
+
+
 def gemm_smem_bytes(part: Partition, k_step: int, stages: int) -> int:
     """Shared memory of the GEMM ring: per stage, V [ge][t][k_step+4] and U [ge][k_step][kpg rounded to 4]."""
     ge = gemm_plan(part).ge
