@@ -12,10 +12,9 @@ from __future__ import annotations
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.problem import WinogradVariant
+from megasim.contract.problem import VARIANTS, WinogradVariant
 from megasim.contract.scheduling import MODES
 
-VARIANTS = (2, 4, 6)
 TOLERANCE = {2: 5e-6, 4: 5e-6, 6: 1e-4}
 
 

@@ -21,10 +21,14 @@ def _layer(args):
     return resolve_layer(args.layer, args.shape)
 
 
+MODE_HELP = ("megakernel scheduling: static (a block per task), persistent (resident blocks loop over tickets) "
+             "or ready_queue (resident blocks pop tasks whose parents are done)")
+
+
 def _problem_args(p):
     p.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     p.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
-    p.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    p.add_argument("--variant", type=int, help="m of F(m x m, 3 x 3): 2, 4 or 6 (default 4, or the --mapping file's)")
     p.add_argument("--partition", help="overrides on the GPU's partition table (scenarios/partitions), "
                                       "e.g. tiles_per_group=64,gemm_k_per_task=32")
     add_choice_args(p)
@@ -37,16 +41,22 @@ def cmd_simulate(args) -> int:
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    doc, mode = {}, args.mode
+    if args.mapping:
+        from megasim.contract.mapping.io import mode_of, read_mapping_file
+        doc = read_mapping_file(args.mapping)
+        mode = mode or mode_of(doc, args.mapping)
     layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
     if layer is None:
-        from megasim.contract.mapping.io import problem_of, read_mapping_file
-        layer, variant, partition = problem_of(read_mapping_file(args.mapping), args.mapping)
+        from megasim.contract.mapping.io import problem_of
+        layer, variant, partition = problem_of(doc, args.mapping)
     else:
         from megasim.app.catalog import partition_for
-        variant, partition = WinogradVariant(args.variant), partition_for(layer, gpu.name, args.partition)
+        variant = WinogradVariant(args.variant if args.variant is not None else doc.get("variant", WinogradVariant().m))
+        partition = partition_for(layer, gpu.name, args.partition)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], args.mode)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode or MODES[0])
     if args.trace:
         from megasim.app.perfetto import write_trace
         write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
@@ -130,9 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     _problem_args(sim)
     sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
     add_policy_args(sim)
-    sim.add_argument("--mode", default="static", choices=MODES,
-                     help="megakernel scheduling: static (a block per task), persistent (resident blocks loop over tickets) "
-                          "or ready_queue (resident blocks pop tasks whose parents are done)")
+    sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
@@ -161,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
     srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
     srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
-    srch.add_argument("--variant", type=int, default=4, help="m of F(m x m, 3 x 3): 2, 4 or 6")
+    srch.add_argument("--variant", type=int, help="pin m of F(m x m, 3 x 3) to 2, 4 or 6 (default: searched)")
+    srch.add_argument("--mode", choices=MODES, help="pin the " + MODE_HELP + " (default: searched)")
     srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition)")
     srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")
     srch.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")

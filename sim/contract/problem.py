@@ -13,6 +13,7 @@ from enum import IntEnum
 from megasim.contract.errors import MegasimError
 
 FLOAT_BYTES = 4
+VARIANTS = (2, 4, 6)  # the m of F(m x m, 3 x 3) that the transforms and kernels implement
 
 
 class Op(IntEnum):
@@ -73,7 +74,7 @@ class WinogradVariant:
     m: int = 4
 
     def __post_init__(self):
-        if self.m not in (2, 4, 6):
+        if self.m not in VARIANTS:
             raise MegasimError(f"Winograd variant m={self.m} is not supported; choose 2, 4 or 6")
 
     @property

@@ -51,8 +51,8 @@ def builds() -> dict[Partition, object]:
         space = build_space("paper", partition_for(layer, "h200"))
         params = [p for p in space.searched if p.kind == "partition"]
         for combo in itertools.product(*(p.values for p in params)):
-            point = {**dict(zip((p.name for p in params), combo)), "m": 1}
-            if reject_reason(space, point, layer, VARIANT, h200) is None:
+            point = {**dict(zip((p.name for p in params), combo)), "m": 1, "variant": VARIANT.m, "mode": "static"}
+            if reject_reason(space, point, layer, h200) is None:
                 out.setdefault(space.split(point)[0], layer)
     return out
 

@@ -23,8 +23,8 @@ evaluation = load_study("search_sweep_h200", "evaluation")
 # Eight SMs make a small layer big enough for the schedule to matter (dig=0, m=1 is 35% slower).
 LAYER = Layer(8, 32, 28, 28, 64, name="small")
 BASE = Partition(tiles_per_group=32, gemm_mats_per_task=4, gemm_k_per_task=64)
-SMALL_SPACE = {"dig": (0, 64, 512), "dgo": (0, 512), "m": (1, 4), "tiles_per_group": (32,),
-               "gemm_k_per_task": (64,), "gemm_mats_per_task": (4,), "threads": (256,)}
+SMALL_SPACE = {"variant": (4,), "mode": ("static",), "dig": (0, 64, 512), "dgo": (0, 512), "m": (1, 4),
+               "tiles_per_group": (32,), "gemm_k_per_task": (64,), "gemm_mats_per_task": (4,), "threads": (256,)}
 
 
 @pytest.fixture(scope="module")
@@ -124,10 +124,14 @@ def test_illegal_points_are_rejected_without_simulation(problem, monkeypatch):
 
 def test_reject_reason_names_the_rule(problem):
     sp = space(threads=(96, 256), m=(1, 512))
-    g, v = problem.gpu, problem.variant
-    assert "cannot be tiled" in reject_reason(sp, {"threads": 96, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g)
-    assert "task groups" in reject_reason(sp, {"threads": 256, "m": 512, "dig": 0, "dgo": 0}, LAYER, v, g)
-    assert reject_reason(sp, {"threads": 256, "m": 1, "dig": 0, "dgo": 0}, LAYER, v, g) is None
+    g = problem.gpu
+    assert "cannot be tiled" in reject_reason(sp, {"threads": 96, "m": 1, "dig": 0, "dgo": 0}, LAYER, g)
+    assert "task groups" in reject_reason(sp, {"threads": 256, "m": 512, "dig": 0, "dgo": 0}, LAYER, g)
+    assert reject_reason(sp, {"threads": 256, "m": 1, "dig": 0, "dgo": 0}, LAYER, g) is None
+    # The point's own variant decides: 64 tiles per group pad F(6x6)'s 32 tiles of this layer, not F(4x4)'s 50.
+    sp, tiny = space(variant=(4, 6), tiles_per_group=(64,), m=(1,)), Layer(2, 32, 20, 20, 64)
+    assert reject_reason(sp, {"variant": 4, "dig": 0, "dgo": 0}, tiny, g) is None
+    assert "32 tiles" in reject_reason(sp, {"variant": 6, "dig": 0, "dgo": 0}, tiny, g)
 
 
 @pytest.mark.parametrize("strategy", MAPPINGS.names(), ids=str)
@@ -174,8 +178,9 @@ def test_analyse_on_synthetic_sweep():
 # --- the command line -------------------------------------------------------------------------
 
 SHAPE = ["--shape", "2,32,20,20,64", "--quiet", "--jobs", "1"]
-CLI_SPACE = ["--space", "dig=0,64", "--space", "dgo=0", "--space", "m=1,2", "--space", "tiles_per_group=64",
-             "--space", "gemm_k_per_task=64", "--space", "gemm_mats_per_task=2", "--space", "threads=256"]
+CLI_SPACE = ["--variant", "4", "--mode", "static", "--space", "dig=0,64", "--space", "dgo=0", "--space", "m=1,2",
+             "--space", "tiles_per_group=64", "--space", "gemm_k_per_task=64", "--space", "gemm_mats_per_task=2",
+             "--space", "threads=256"]
 
 
 def run(capsys, *argv):

@@ -61,7 +61,8 @@ def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
     for name in layers:
         layer = load_layer(name)
         part = partition_for(layer, gpu_name)
-        space = build_space("paper", part, {k: tuple(v) for k, v in GRID.items()})
+        space = build_space("paper", part, {**{k: tuple(v) for k, v in GRID.items()}, "variant": (4,),
+                                            "mode": ("static",)})
         problem = Problem(layer, WinogradVariant(4), load_gpu(gpu_name))
         for point in grid_points():
             if row_key(layer.name, point) in done:

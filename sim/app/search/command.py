@@ -16,7 +16,21 @@ def _base_partition(layer, gpu_name: str, overrides: str | None):
 
 
 def _point_text(row: dict, space) -> str:
-    return " ".join(f"{p.name}={row[p.name]}" for p in space.searched)
+    """The searched parameters of a row, and its variant and mode even where they are pinned."""
+    return " ".join(f"{p.name}={row[p.name]}" for p in space.params if p.kind == "problem" or len(p.values) > 1)
+
+
+def _overrides(args) -> dict:
+    """`--space` lists, with `--variant` and `--mode` as one-value lists (the same pin, said shorter)."""
+    from megasim.app.search.space import parse_overrides
+    overrides = parse_overrides(args.space)
+    for name, value in (("variant", args.variant), ("mode", args.mode)):
+        if value is None:
+            continue
+        if name in overrides:
+            raise MegasimError(f"--{name} and --space {name}=... both given; use one")
+        overrides[name] = (value,)
+    return overrides
 
 
 def _print_outcome(table, result, space, storage, elapsed, model_note, written, out) -> None:
@@ -37,7 +51,8 @@ def _print_outcome(table, result, space, storage, elapsed, model_note, written, 
     if ok:
         b = ok[0]
         vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
-        nf = f", {b['speedup_vs_nonfused']:.2f}x over non-fused {b['nonfused_us']:.1f} us" if b.get("nonfused_us") else ""
+        nf = (f", {b['speedup_vs_nonfused']:.2f}x over non-fused F{b['variant']} {b['nonfused_us']:.1f} us"
+              if b.get("nonfused_us") else "")
         print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
         print("bench it: " + outputs.bench_command(out / "best.json"))
     print("wrote " + ", ".join(str(p) for p in written))
@@ -45,13 +60,12 @@ def _print_outcome(table, result, space, storage, elapsed, model_note, written, 
 
 def search_main(args) -> int:
     from megasim.app.calibrate.profile import gpu_for_simulation
-    from megasim.contract.problem import WinogradVariant
     from megasim.app.catalog import resolve_layer
     from megasim.app.search import outputs
     from megasim.app.search.heatmaps import write_heatmaps
     from megasim.app.search.objective import Problem
     from megasim.app.search.runner import SearchConfig, run_search
-    from megasim.app.search.space import build_space, parse_overrides
+    from megasim.app.search.space import build_space
 
     layer = resolve_layer(args.layer, args.shape)
     if args.validate_top is not None:
@@ -60,13 +74,13 @@ def search_main(args) -> int:
         from megasim.app.search.hardware import require_gpu
         require_gpu()
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
-    variant = WinogradVariant(args.variant)
-    space = build_space(args.strategy, _base_partition(layer, gpu.name, args.partition), parse_overrides(args.space))
+    space = build_space(args.strategy, _base_partition(layer, gpu.name, args.partition), _overrides(args))
     out = Path(args.out or f"search-results/{layer.name}-{gpu.name}")
     storage = args.storage or f"sqlite:///{out / 'study.db'}"
     if storage.startswith("sqlite:///"):
         Path(storage[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    problem = Problem(layer, variant, gpu, args.strategy)
+    variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
+    problem = Problem(layer, variant, gpu, args.strategy, mode=mode)
     config = SearchConfig(method=args.method, budget=args.budget, jobs=args.jobs, scheduler=args.scheduler,
                           storage=storage, seed=args.seed, progress=not args.quiet)
     t0 = time.perf_counter()
@@ -76,11 +90,13 @@ def search_main(args) -> int:
     table = outputs.rows(result, space)
     ok = [r for r in table if r["status"] == "ok"]
     ref = result.reference or {}
+    values = {p.name: p.values for p in space.params}
     header = {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
-              "variant": variant.m, "gpu": gpu.name, "model": model_note, "strategy": space.strategy,
-              "method": config.method, "budget": result.budget, "study": result.study_name, "storage": storage,
-              "space": space.describe(), "paper_default": ref, "nonfused_us_by_partition": result.nonfused,
-              "elapsed_s": elapsed, "interrupted": result.interrupted}
+              "variants": list(values["variant"]), "modes": list(values["mode"]), "gpu": gpu.name,
+              "model": model_note, "strategy": space.strategy, "method": config.method, "budget": result.budget,
+              "study": result.study_name, "storage": storage, "space": space.describe(), "paper_default": ref,
+              "nonfused_us_by_variant_partition": result.nonfused, "elapsed_s": elapsed,
+              "interrupted": result.interrupted}
     written = list(outputs.write_table(table, header, out))
     if ok:
         written.append(outputs.write_best(problem, space, ok[0], out, header))

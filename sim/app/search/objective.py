@@ -1,16 +1,18 @@
 """What one evaluation does: build (or reuse) the graph, make the mapping, simulate the megakernel.
 
-The objective is the fused time alone (the SimPy interpreter's fused launch);
-the four non-fused kernels depend only on the partition, so they are
-simulated once per partition by `nonfused_us` and reported beside it.
+The objective is the fused time alone (the SimPy interpreter's fused launch,
+in the point's scheduling mode, on the point's variant's graph); the four
+non-fused kernels depend only on the variant and the partition (they have
+no scheduling mode), so they are simulated once per (variant, partition) by
+`nonfused_us` and reported beside it.
 Both functions are plain module-level functions of picklable arguments, so a
 process pool and a Dask worker run them alike. A worker keeps the last few
-graphs: points that share a partition share the graph.
+graphs: points that share a variant and a partition share the graph.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from megasim.contract.graph import build_graph
@@ -18,19 +20,29 @@ from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import infusible_count, make, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.contract.scheduling import MODES
 from megasim.contract.spec import GPUSpec
 from megasim.engine.interpreter import SimpyInterpreter
 
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """Everything an evaluation needs besides the point: picklable, sent with every task."""
+    """Everything an evaluation needs besides the partition and the mapping options: picklable, sent
+    with every task. A search's problem holds its reference point's variant and mode; `at` gives each
+    point's own."""
 
     layer: Layer
     variant: WinogradVariant
     gpu: GPUSpec
     strategy: str = "paper"
     policy: str = "in_order_round_robin"
+    mode: str = MODES[0]
+
+    def at(self, space, point: dict) -> tuple[Problem, Partition, dict]:
+        """(this problem with the point's variant and mode, its partition, its mapping options)."""
+        variant, mode = space.setting(point)
+        part, opts = space.split(point)
+        return replace(self, variant=variant, mode=mode), part, opts
 
 
 @lru_cache(maxsize=8)
@@ -44,7 +56,7 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
     graph = _graph(problem.layer, problem.variant, partition)
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
-    execution = SimpyInterpreter(problem.gpu, problem.policy).run(graph, mapping)
+    execution = SimpyInterpreter(problem.gpu, problem.policy).run(graph, mapping, RunConfig(mode=problem.mode))
     bps = blocks_per_sm(problem.gpu, megakernel_resources(partition))
     return {"fused_us": execution.time_us,
             "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
@@ -53,6 +65,6 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
 
 
 def nonfused_us(problem: Problem, partition: Partition) -> float:
-    """The four non-fused kernels of this partition, launch gaps included."""
+    """The four non-fused kernels of this variant and partition, launch gaps included."""
     graph = _graph(problem.layer, problem.variant, partition)
     return SimpyInterpreter(problem.gpu, problem.policy).run(graph, None, RunConfig(launch="nonfused")).time_us

@@ -1,10 +1,14 @@
 """What a search leaves in --out: the ranked table (CSV and JSON) and best.json.
 
 Rows are ranked by predicted fused time; rejected and failed points follow,
-with their reasons. `best.json` is a schema-1 mapping file
-(`sim.mapping.io.save_mapping`), so `megasim simulate --mapping best.json`
+with their reasons. Every row names its variant and mode, searched or not.
+Its `nonfused_us` is the four non-fused kernels of the row's own variant and
+partition, so `speedup_vs_nonfused` is what fusing buys at that point, like
+with like; `vs_paper_default` compares with one fixed point, the paper's.
+`best.json` is a schema-1 mapping file (`megasim.contract.mapping.io`) with
+the best point's variant and mode, so `megasim simulate --mapping best.json`
 reproduces the prediction; `bench_command` is the `megasim bench` line that
-builds the same partition on a GPU.
+builds the same variant and partition on a GPU.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from megasim.contract.files import write_then_rename
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make, validate
 from megasim.contract.mapping.io import save_mapping
-from megasim.app.search.runner import SearchResult, partition_key
+from megasim.app.search.runner import SearchResult, nonfused_key
 
 STATUS = {"COMPLETE": "ok", "PRUNED": "rejected", "FAIL": "failed"}
 
@@ -30,7 +34,7 @@ def rows(result: SearchResult, space) -> list[dict]:
         row = {"trial": t.number, "status": STATUS[t.state.name], **point}
         if t.state.name == "COMPLETE":
             part, _ = space.split(t.params)
-            nf = result.nonfused.get(partition_key(part))
+            nf = result.nonfused.get(nonfused_key(space.setting(t.params)[0], part))
             row.update({k: t.user_attrs.get(k) for k in ("infusible", "num_tbs", "blocks_per_sm", "sim_seconds")})
             row.update(fused_us=t.value, nonfused_us=nf, speedup_vs_nonfused=nf / t.value if nf else None,
                        vs_paper_default=ref / t.value if ref else None)
@@ -61,7 +65,8 @@ def distinct_best(table: list[dict], space, k: int) -> list[dict]:
 
 
 def bench_command(mapping_path) -> str:
-    """The mapping file carries its layer, variant and partition, so bench needs nothing else."""
+    """The mapping file carries its layer, variant and partition, so bench needs nothing else (it times
+    every scheduling mode, the file's among them)."""
     return f"megasim bench --mapping {mapping_path}"
 
 
@@ -80,9 +85,10 @@ def write_table(table: list[dict], header: dict, out: Path) -> tuple[Path, Path]
 
 
 def write_best(problem, space, best_row: dict, out: Path, header: dict) -> Path:
-    """best.json: the best point's mapping, for `megasim simulate --mapping` and `megasim bench --mapping`."""
+    """best.json: the best point's mapping, variant and mode, for `megasim simulate --mapping` and
+    `megasim bench --mapping`."""
     point = {p.name: best_row[p.name] for p in space.params}
-    part, opts = space.split(point)
+    problem, part, opts = problem.at(space, point)
     graph = build_graph(problem.layer, problem.variant, part)
     mapping = make(graph, space.strategy, **opts)
     validate(graph, mapping)
@@ -90,4 +96,4 @@ def write_best(problem, space, best_row: dict, out: Path, header: dict) -> Path:
     extra = {"search": {"predicted_fused_us": best_row["fused_us"], "gpu": problem.gpu.name,
                         "study": header.get("study"), "model": header.get("model"),
                         "bench_command": bench_command(path)}}
-    return save_mapping(path, graph, mapping, extra)
+    return save_mapping(path, graph, mapping, extra, mode=problem.mode)

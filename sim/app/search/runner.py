@@ -50,7 +50,7 @@ class SearchResult:
     study_name: str
     trials: list = field(default_factory=list)  # optuna FrozenTrials, finished ones
     reference: dict | None = None                # the paper default point and its fused time
-    nonfused: dict = field(default_factory=dict)  # partition key -> non-fused us
+    nonfused: dict = field(default_factory=dict)  # nonfused_key(variant, partition) -> non-fused us
     interrupted: bool = False
     budget: int = 0
 
@@ -61,13 +61,18 @@ def spec_hash(gpu) -> str:
 
 
 def study_name(problem: objective.Problem, space: Space) -> str:
+    """Readable where it can be (the variants and modes searched: F4/static when pinned, F2,4,6/... when
+    searched); the space's hash keeps every space, pinned or searched, in a study of its own."""
     L = problem.layer
-    return (f"megasim-search/{L.name}/{L.n},{L.c},{L.h},{L.w},{L.k}/F{problem.variant.m}/"
-            f"{problem.gpu.name}-{spec_hash(problem.gpu)}/{problem.policy}/{space.strategy}-{space.key()}")
+    values = {p.name: p.values for p in space.params}
+    return (f"megasim-search/{L.name}/{L.n},{L.c},{L.h},{L.w},{L.k}/F{','.join(map(str, values['variant']))}/"
+            f"{','.join(values['mode'])}/{problem.gpu.name}-{spec_hash(problem.gpu)}/{problem.policy}/"
+            f"{space.strategy}-{space.key()}")
 
 
-def partition_key(part) -> str:
-    return json.dumps(part.to_dict(), sort_keys=True)
+def nonfused_key(variant, part) -> str:
+    """The non-fused kernels' key: they depend on the variant and the partition, not on the mode."""
+    return json.dumps({"variant": variant.m, "partition": part.to_dict()}, sort_keys=True)
 
 
 def point_key(point: dict) -> str:
@@ -165,18 +170,18 @@ class _Loop:
             self.study.tell(trial, value)
             self._finished(key, value)
             return
-        why = reject_reason(self.space, point, self.problem.layer, self.problem.variant, self.problem.gpu)
+        why = reject_reason(self.space, point, self.problem.layer, self.problem.gpu)
         if why:
             trial.set_user_attr("rejected", why)
             self.study.tell(trial, state=TrialState.PRUNED)
             self._finished(key, None)
             return
-        part, opts = self.space.split(point)
-        pkey = partition_key(part)
-        if pkey not in self.nonfused and pkey not in self.nonfused_pending:
-            self.nonfused_pending.add(pkey)
-            self.submit(objective.nonfused_us, (self.problem, part), ("nonfused", pkey))
-        self.submit(objective.fused, (self.problem, part, opts), ("fused", trial, point))
+        problem, part, opts = self.problem.at(self.space, point)
+        nkey = nonfused_key(problem.variant, part)
+        if nkey not in self.nonfused and nkey not in self.nonfused_pending:
+            self.nonfused_pending.add(nkey)
+            self.submit(objective.nonfused_us, (problem, part), ("nonfused", nkey))
+        self.submit(objective.fused, (problem, part, opts), ("fused", trial, point))
 
     def _finished(self, key, value) -> None:
         self.done += 1
@@ -236,8 +241,8 @@ def _reference(loop: _Loop) -> dict | None:
         return ref
     space, problem = loop.space, loop.problem
     point = space.default_point()
-    part, opts = space.split(point)
-    why = reject_reason(space, point, problem.layer, problem.variant, problem.gpu)
+    problem, part, opts = problem.at(space, point)
+    why = reject_reason(space, point, problem.layer, problem.gpu)
     ref = {"point": space.complete(point), "partition": part.to_dict(), "options": opts, "rejected": why}
     if why is None:
         ref.update(loop.executor.submit(objective.fused, problem, part, opts).result())
@@ -281,7 +286,7 @@ def run_search(problem: objective.Problem, space: Space, config: SearchConfig) -
         raise MegasimError(f"--budget must be >= 1, got {config.budget}")
     if config.jobs < 1:
         raise MegasimError(f"--jobs must be >= 1, got {config.jobs}")
-    legal, example = legal_points(space, problem.layer, problem.variant, problem.gpu)
+    legal, example = legal_points(space, problem.layer, problem.gpu, limit=0)  # one legal point will do
     if legal == 0:
         raise MegasimError(f"the search space has no legal point ({space.size} points; e.g. {example})")
     target = config.budget or (space.size if config.method == "grid" else 200)

@@ -1,11 +1,13 @@
 """The search space: a finite, ordered list of values per parameter, and what makes a point legal.
 
-A parameter is either an option of the mapping strategy (`dig`, `dgo`, `m`
-for `paper`; `seed` for `random_topo`), whose values the strategy declares
-(`megasim.contract.options`), or a `Partition` field. Parameters
-with one value are fixed and never shown to the sampler. Every sampler
-draws from the same lists, so grid, random and TPE search one space and a
-heatmap cell is always a declared value.
+A parameter is the Winograd variant (`variant`, the m of F(m x m, 3 x 3)) or
+the megakernel's scheduling mode (`mode`), both "problem" parameters that
+decide which graph is built and how it runs; an option of the mapping
+strategy (`dig`, `dgo`, `m` for `paper`; `seed` for `random_topo`), whose
+values the strategy declares (`megasim.contract.options`); or a `Partition`
+field. Parameters with one value are fixed and never shown to the sampler.
+Every sampler draws from the same lists, so grid, random and TPE search one
+space and a heatmap cell is always a declared value.
 
 Legality is checked from arithmetic alone (no graph is built): the partition
 must be constructible, its megakernel block must fit on an SM of the chosen
@@ -28,10 +30,14 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared, search_values
-from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
 from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.contract.scheduling import MODES, check_mode
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
+# Every variant and mode is searched unless pinned; the paper's point is F(4x4), static.
+PROBLEM_VALUES = {"variant": VARIANTS, "mode": MODES}
+PROBLEM_DEFAULTS = {"variant": WinogradVariant().m, "mode": MODES[0]}
 
 # Partition values searched unless --space says otherwise (strategy options declare their own);
 # the base (default) value is always added.
@@ -47,7 +53,7 @@ PARTITION_VALUES = {
 class Param:
     name: str
     values: tuple
-    kind: str  # "mapping" or "partition"
+    kind: str  # "problem", "mapping" or "partition"
 
 
 @dataclass(frozen=True)
@@ -81,12 +87,23 @@ class Space:
     def split(self, point: dict) -> tuple[Partition, dict]:
         """(partition, mapping options) of a point; may raise MegasimError."""
         point = self.complete(point)
-        part = {**self.base_partition.to_dict(), **{k: v for k, v in point.items() if k in PARTITION_FIELDS}}
-        return Partition(**part), {k: v for k, v in point.items() if k not in PARTITION_FIELDS}
+        part = {f: point.get(f, getattr(self.base_partition, f)) for f in PARTITION_FIELDS}
+        return Partition(**part), {k: v for k, v in point.items()
+                                   if k not in PARTITION_FIELDS and k not in PROBLEM_VALUES}
+
+    def setting(self, point: dict) -> tuple[WinogradVariant, str]:
+        """(variant, scheduling mode) of a point."""
+        point = self.complete(point)
+        return WinogradVariant(point["variant"]), point["mode"]
 
     def default_point(self) -> dict:
-        """The paper's defaults on the base partition, as searched parameters."""
-        d = {**self.base_partition.to_dict(), **dict(self.default_mapping)}
+        """The paper's defaults on the base partition, as searched parameters.
+
+        Its variant and mode are F(4x4) and static where the space holds them, else the space's first.
+        """
+        values = {p.name: p.values for p in self.params}
+        problem = {k: v if v in values[k] else values[k][0] for k, v in PROBLEM_DEFAULTS.items()}
+        d = {**problem, **self.base_partition.to_dict(), **dict(self.default_mapping)}
         return {p.name: d[p.name] for p in self.searched}
 
     def contains(self, point: dict) -> bool:
@@ -114,13 +131,16 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
         values = [v.strip() for v in text.split(",") if v.strip()]
         if not values:
             raise MegasimError(f"--space {name}: empty list of values")
-        try:
-            ints = tuple(int(v) for v in values)
-        except ValueError:
-            raise MegasimError(f"--space {name}: values must be integers, got {text!r}") from None
-        if len(set(ints)) != len(ints):
+        if name == "mode":  # the one parameter whose values are names; build_space checks them
+            parsed = tuple(values)
+        else:
+            try:
+                parsed = tuple(int(v) for v in values)
+            except ValueError:
+                raise MegasimError(f"--space {name}: values must be integers, got {text!r}") from None
+        if len(set(parsed)) != len(parsed):
             raise MegasimError(f"--space {name}: repeated values in {text!r}")
-        out[name] = ints
+        out[name] = parsed
     return out
 
 
@@ -129,15 +149,19 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
     options = MAPPINGS.get(strategy).options
     defaults = {o.name: o.default for o in declared(options)}
     searched = {**PARTITION_VALUES, **search_values(options)}
-    known = list(defaults) + list(PARTITION_FIELDS)
+    known = list(PROBLEM_VALUES) + list(defaults) + list(PARTITION_FIELDS)
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise MegasimError(f"unknown search parameter(s) {unknown} for strategy {strategy!r}; "
                            f"known: {', '.join(known)}")
+    for m in overrides.get("variant", ()):
+        WinogradVariant(m)
+    for mode in overrides.get("mode", ()):
+        check_mode(mode)
     base = base_partition.to_dict()
-    params = []
-    for name in known:
+    params = [Param(name, tuple(overrides.get(name, values)), "problem") for name, values in PROBLEM_VALUES.items()]
+    for name in known[len(PROBLEM_VALUES):]:
         kind = "partition" if name in PARTITION_FIELDS else "mapping"
         start = defaults[name] if kind == "mapping" else base[name]
         if name in overrides:
@@ -165,10 +189,11 @@ def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition) -> s
     return None
 
 
-def reject_reason(space: Space, point: dict, layer: Layer, variant: WinogradVariant, gpu) -> str | None:
-    """Why `point` is illegal for this layer and GPU, or None if it may be simulated."""
+def reject_reason(space: Space, point: dict, layer: Layer, gpu) -> str | None:
+    """Why `point` (its variant, partition and options) is illegal for this layer and GPU, or None."""
     try:
         part, opts = space.split(point)
+        variant, _ = space.setting(point)
     except MegasimError as exc:
         return str(exc)
     geo = Geometry.of(layer, variant, part)
@@ -194,13 +219,13 @@ def reject_reason(space: Space, point: dict, layer: Layer, variant: WinogradVari
     return None
 
 
-def legal_points(space: Space, layer, variant, gpu, limit: int = 100_000) -> tuple[int, str | None]:
+def legal_points(space: Space, layer, gpu, limit: int = 100_000) -> tuple[int, str | None]:
     """(legal points, one rejection reason) by enumeration; stops at the first legal one past `limit`."""
     import itertools
     names = [p.name for p in space.searched]
     count, example = 0, None
     for i, combo in enumerate(itertools.product(*(p.values for p in space.searched))):
-        why = reject_reason(space, dict(zip(names, combo)), layer, variant, gpu)
+        why = reject_reason(space, dict(zip(names, combo)), layer, gpu)
         if why is None:
             count += 1
             if i >= limit:

@@ -2,7 +2,10 @@
 
 A mapping is only meaningful for the graph it permutes, so the file carries
 the layer, variant and partition it was made for, and loading refuses any
-other graph, listing the fields that differ.
+other graph, listing the fields that differ. It also carries the scheduling
+mode it was chosen for (`search` picks one), which readers take as their
+default; the order itself runs in any mode, and files from before modes
+were recorded mean static, the only mode there was.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from megasim.contract.files import read_json, write_then_rename
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.scheduling import MODES, check_mode
 
 SCHEMA = 1
 
@@ -25,9 +29,9 @@ def describe(graph) -> dict:
             "variant": graph.variant.m, "partition": graph.partition.to_dict()}
 
 
-def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None) -> Path:
-    doc = {"schema": SCHEMA, **describe(graph), "strategy": mapping.strategy, "params": mapping.params,
-           **(extra or {}), "order": [int(t) for t in mapping.order]}
+def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None, mode: str = MODES[0]) -> Path:
+    doc = {"schema": SCHEMA, **describe(graph), "mode": check_mode(mode), "strategy": mapping.strategy,
+           "params": mapping.params, **(extra or {}), "order": [int(t) for t in mapping.order]}
     with write_then_rename(path) as tmp:
         tmp.write_text(json.dumps(doc))
     return Path(path)
@@ -46,6 +50,14 @@ def problem_of(doc: dict, origin: str) -> tuple[Layer, WinogradVariant, Partitio
         return layer, WinogradVariant(doc["variant"]), Partition.from_dict(doc["partition"])
     except (KeyError, TypeError) as exc:
         raise MegasimError(f"{origin}: mapping file lacks a valid layer/variant/partition ({exc})") from None
+
+
+def mode_of(doc: dict, origin: str) -> str:
+    """The scheduling mode a mapping file was made for; static where it names none."""
+    try:
+        return check_mode(doc.get("mode", MODES[0]))
+    except MegasimError as exc:
+        raise MegasimError(f"{origin}: {exc}") from None
 
 
 def load_mapping(path, graph) -> Mapping:
