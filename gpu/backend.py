@@ -25,7 +25,7 @@ import numpy as np
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
-from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring, gemm_warp_tiled
+from megasim.contract.resources import GEMM_BODIES, GEMM_K_STEP, gemm_plan, gemm_ring, gemm_warp_tiled
 from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
 
@@ -117,9 +117,12 @@ class KernelConfig:
     k_step: int = GEMM_K_STEP  # channels per GEMM main-loop step; the contract's value unless experimenting
     mode: str = "static"  # megasim.contract.scheduling
     min_blocks: int = 0  # launch bounds' blocks per SM; 0: the kernels' default
+    gemm: str = "generic"  # the GEMM task's body (GEMM_BODIES); "warp" where gemm_warp_tiled allows
 
     def __post_init__(self):
         check_mode(self.mode)
+        if self.gemm not in GEMM_BODIES:
+            raise MegasimError(f"unknown GEMM body {self.gemm!r}; known: {', '.join(GEMM_BODIES)}")
         if self.mode in RESIDENT_MODES and not self.ticket:
             raise MegasimError(f"the {self.mode} mode takes its tasks from an atomic counter; it has no raw-blockIdx build")
 
@@ -131,7 +134,7 @@ class KernelConfig:
         """The layer without its name: two layers of one shape share a build."""
         lay = self.layer
         return (lay.n, lay.c, lay.h, lay.w, lay.k, self.variant.m, self.partition,
-                self.ticket, self.trace, self.spin_limit_ns, self.k_step, self.mode, self.min_blocks)
+                self.ticket, self.trace, self.spin_limit_ns, self.k_step, self.mode, self.min_blocks, self.gemm)
 
     def mismatches(self, graph: TaskGraph) -> list[str]:
         """Fields where `graph` differs from this build, as 'where.field: built X, graph Y'."""
@@ -194,7 +197,7 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_KPG": part.gemm_k_per_task, "MS_KPO": part.output_channels_per_task, "MS_KPF": part.filter_k_per_task,
         "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
         "MS_VEC_C": int(lay.c % 4 == 0), "MS_VEC_K": int(lay.k % 4 == 0 and part.gemm_k_per_task % 4 == 0),
-        "MS_BK": bk, "MS_GEMM_WARP": int(gemm_warp_tiled(lay, part, cfg.k_step)), "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
+        "MS_BK": bk, "MS_GEMM_WARP": int(cfg.gemm == "warp" and gemm_warp_tiled(lay, part, cfg.k_step)), "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
         "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode in RESIDENT_MODES),
         "MS_READY_QUEUE": int(cfg.mode == "ready_queue"),
         **({"MS_MIN_BLOCKS": cfg.min_blocks} if cfg.min_blocks else {}),

@@ -53,10 +53,10 @@ def resident_capacity(cp, kernel, threads: int) -> int:
 class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
                  spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
-                 mode: str = "static", blocks: int | None = None):
+                 mode: str = "static", blocks: int | None = None, gemm: str = "generic"):
         cp = require_cupy()
         self.graph = graph
-        build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step)
+        build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm)
         if mode in RESIDENT_MODES:
             build["min_blocks"] = self._static_occupancy(cp, graph, build)
         self.module = module(KernelConfig.of(graph, mode=mode, **build))

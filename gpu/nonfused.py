@@ -15,10 +15,11 @@ from megasim.contract.graph import TaskGraph
 
 
 class NonFusedConv:
-    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP):
+    def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
+                 gemm: str = "generic"):
         self._cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph, k_step=k_step))
+        self.module = module(KernelConfig.of(graph, k_step=k_step, gemm=gemm))
         self.module.check(graph)
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}

@@ -38,7 +38,7 @@ from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.contract.scheduling import MODES
-from megasim.app.bench_best import best_fused, other_variant_runs
+from megasim.app.bench_best import best_fused, other_variant_runs, warp_runs
 from megasim.app.catalog import partition_for
 from megasim.app.choices import mapping_from_args
 
@@ -113,7 +113,7 @@ def _score(cp, ref):
 
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
                 baselines: bool = True, raw_blockidx: bool = True, k_step: int = GEMM_K_STEP,
-                variants: bool = True) -> dict:
+                variants: bool = True, warp: bool = True) -> dict:
     """Every timing of one layer; with `variants`, the other Winograd variants fused too (not with a
     mapping file, which fixes the graph), and the best accurate fused configuration."""
     cp = require_cupy()
@@ -138,12 +138,21 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
                                   lambda g: CudaInterpreter(workspace=Workspace(g), k_step=k_step), _score(cp, ref))
         timings.update(more[0])
         checks.update(more[1])
+    gemm_partitions = {}
+    if warp and not getattr(args, "mapping", None):
+        more = warp_runs(graph, lambda g: mapping_from_args(g, args), config,
+                         lambda g, **kw: CudaInterpreter(workspace=Workspace(g), k_step=k_step, gemm="warp", **kw),
+                         _score(cp, ref))
+        timings.update(more[0])
+        checks.update(more[1])
+        gemm_partitions = more[2]
 
     wino_flops = float(graph.flops.sum())
     entry = {"layer": asdict(layer), "variant": variant.m, "partition": part.to_dict(),
              "gemm_plan": asdict(gemm_plan(part)), "mapping": {"strategy": mp.strategy, "params": mp.params},
              "tasks": graph.summary(), "reference": ref_name, "checks": checks,
              "fused_equals_nonfused_bitwise": bitwise, "modes_bitwise_equal": modes_bitwise, "timings": timings,
+             "gemm_partitions": gemm_partitions,
              "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
@@ -169,6 +178,12 @@ def _fastest(entry) -> dict | None:
     return min(ok, key=lambda r: r["median_us"]) if ok else None
 
 
+def best_nonfused(timings: dict) -> float:
+    """Our fastest non-fused path: graph-captured, over the GEMM bodies that were timed."""
+    return min(t["median_us"] for k, t in timings.items()
+               if k in ("nonfused-graph", "nonfused-warp-graph") and t.get("median_us") is not None)
+
+
 def _us(value) -> str:
     return f"{value:9.1f}" if value is not None else f"{'-':>9}"
 
@@ -176,21 +191,21 @@ def _us(value) -> str:
 def format_table(entries: list[dict]) -> str:
     """Per layer: fused in each mode, the best accurate fused run (mode/variant), and that best against
     the graph-captured non-fused path and the fastest cuDNN/torch baseline."""
-    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>18} {'nf-graph':>9} {'cudnn best':>24} "
+    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>20} {'nf-graph':>9} {'cudnn best':>24} "
             f"{'x cudnn':>7} {'x nf-g':>6} {'floor':>8} {'err':>8}")
     lines = [head, "-" * len(head)]
     for e in entries:
         t = e["timings"]
-        g = t["nonfused-graph"]["median_us"]
+        g = best_nonfused(t)
         fused = e.get("best_fused") or {"median_us": t["fused"]["median_us"], "mode": "static",
                                          "variant": e["variant"], "rel_err": e["checks"]["fused"]["rel_err"]}
         f = fused["median_us"]
-        label = f"{fused['mode'][:4]}/F{fused['variant']} {f:8.1f}"
+        label = f"{fused['mode'][:4]}/F{fused['variant']}{'/w' if fused.get('gemm') == 'warp' else ''} {f:8.1f}"
         base = _fastest(e)
         lines.append(
             f"{e['layer']['name'][:10]:10} "
             + " ".join(_us(t.get(k, {}).get("median_us")) for k in ("fused", "fused-persistent", "fused-ready_queue"))
-            + f" {label:>18} {g:9.1f} "
+            + f" {label:>20} {g:9.1f} "
             + (f"{base['name'][:15]:>15} {base['median_us']:8.1f} {base['median_us'] / f:7.2f}" if base
                else f"{'-':>24} {'-':>7}")
             + f" {g / f:6.2f} {max(e['floors_us'].values()):8.1f} {fused['rel_err']:8.1e}")

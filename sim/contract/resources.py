@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import FLOAT_BYTES, OP_NAMES, Op, Partition
 
+GEMM_BODIES = ("generic", "warp")  # the GEMM task's device functions: winograd.cuh, gemm_warp.cuh
 GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gpu/kernels/winograd.cuh)
 SMEM_STATIC_LIMIT = 48 * 1024  # a kernel's static __shared__ arrays may not exceed this
 MEGAKERNEL_SMEM_BYTES = 48  # the megakernel's own task words, block id and go flag (megakernel.cu), padded
@@ -96,6 +97,16 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
     if (part.tiles_per_group // wm) * (part.gemm_k_per_task // wn) * 32 != part.threads:
         return False
     return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
+
+
+def warp_partition(layer, part: Partition, k_step: int = GEMM_K_STEP) -> Partition:
+    """The partition a warp-body build uses: 128 output channels per GEMM task where K allows and the
+    warp tiling fits (the GEMM study's best shape: docs/results/gemm_v2_h200/adopt_h200.json), else `part`."""
+    if layer.k >= 128 and part.gemm_k_per_task != 128:
+        wide = replace(part, gemm_k_per_task=128)
+        if gemm_warp_tiled(layer, wide, k_step):
+            return wide
+    return part
 
 
 def gemm_smem_bytes(part: Partition, k_step: int, stages: int) -> int:

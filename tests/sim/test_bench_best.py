@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from megasim.app.bench_best import TOLERANCE, best_fused, other_variant_runs, timing_key
+from megasim.app.bench_best import TOLERANCE, WARP_MODES, best_fused, other_variant_runs, timing_key, warp_runs
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import make
@@ -71,3 +71,43 @@ def test_a_variant_the_kernels_cannot_build_is_recorded_not_raised(m):
 
     timings, _ = other_variant_runs(graph, lambda g: make(g, "paper"), RunConfig(), broken, lambda y: {})
     assert timings[timing_key("static", m, 4)] == {"median_us": None, "error": "cannot tile"}
+
+
+WARP_LAYER = Layer(1, 16, 9, 10, 32, "warp")
+WARP_PART = Partition(tiles_per_group=32, input_channels_per_task=8, gemm_mats_per_task=1, gemm_k_per_task=32,
+                      output_channels_per_task=8, filter_k_per_task=4, threads=32)
+
+
+def test_warp_body_runs_every_variant_and_its_non_fused_path_and_best_fused_names_it():
+    graph = build_graph(WARP_LAYER, WinogradVariant(4), WARP_PART)
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((1, 9, 10, 16)), rng.standard_normal((32, 3, 3, 16))
+    ref = direct_conv(x, w)
+    score = lambda y: {"rel_err": float(np.linalg.norm(y - ref) / np.linalg.norm(ref)), "nan_count": 0}  # noqa: E731
+    timings, checks, parts = warp_runs(graph, lambda g: make(g, "paper"), RunConfig(inputs=((x, w),)),
+                                       lambda g, **kw: EmulatorInterpreter(np.float64), score)
+    fused = {timing_key(mode, m, 4, "warp") for mode in WARP_MODES for m in (2, 4, 6)}
+    assert set(checks) == fused | {"nonfused-warp-graph"} and set(parts) == set(checks)
+    assert all(c["rel_err"] < 1e-9 for c in checks.values())
+    entry = {"variant": 4, "partition": WARP_PART.to_dict(), "mapping": {}, "gemm_partitions": parts,
+             "timings": {"fused": {"median_us": 100.0}, "fused-warp-persistent-f6": {"median_us": 80.0}},
+             "checks": {"fused": {"rel_err": 1e-6, "nan_count": 0},
+                        "fused-warp-persistent-f6": {"rel_err": 2e-5, "nan_count": 0}}}
+    best = best_fused(entry)
+    assert (best["mode"], best["variant"], best["gemm"]) == ("persistent", 6, "warp")
+
+
+def test_warp_body_where_it_does_not_apply_is_recorded_not_run():
+    part = Partition(tiles_per_group=4, input_channels_per_task=4, gemm_mats_per_task=4, gemm_k_per_task=4,
+                     output_channels_per_task=4, filter_k_per_task=2, threads=64)
+    graph = build_graph(Layer(1, 8, 9, 10, 8, "small"), WinogradVariant(4), part)
+    timings, checks, _ = warp_runs(graph, lambda g: make(g, "paper"), RunConfig(), lambda g, **kw: None, None)
+    assert checks == {} and all("does not apply" in t["error"] for t in timings.values())
+
+
+def test_timing_keys_round_trip_through_the_parser():
+    from megasim.app.bench_best import _parse
+    for gemm in ("generic", "warp"):
+        for mode in MODES:
+            for m in (2, 4, 6):
+                assert _parse(timing_key(mode, m, 4, gemm), 4) == (mode, m, gemm)

@@ -1,0 +1,38 @@
+"""Which GEMM body a build compiles, and the warp body's task shape (megasim.contract.resources)."""
+from dataclasses import replace
+
+from megasim.app.catalog import layer_names, load_layer, partition_for
+from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import gemm_ring, gemm_smem_bytes, gemm_warp_tiled, warp_partition
+from megasim.gpu.backend import KernelConfig, config_header
+
+
+def test_paper_layers_take_128_channel_tasks_where_k_allows_and_densenet_keeps_the_generic_body():
+    for name in layer_names()[:13]:
+        layer = load_layer(name)
+        part = warp_partition(layer, partition_for(layer, "h200"))
+        if layer.name == "DenseNet":
+            assert not gemm_warp_tiled(layer, part)
+        else:
+            assert gemm_warp_tiled(layer, part)
+            assert part.gemm_k_per_task == (128 if layer.k >= 128 else partition_for(layer, "h200").gemm_k_per_task)
+
+
+def test_warp_body_needs_whole_channel_steps_and_a_tiling_lane_grid():
+    part = Partition(tiles_per_group=64, input_channels_per_task=32, gemm_mats_per_task=1, gemm_k_per_task=128,
+                     output_channels_per_task=32, filter_k_per_task=8, threads=128)
+    assert gemm_warp_tiled(Layer(8, 64, 16, 16, 128), part)
+    assert not gemm_warp_tiled(Layer(8, 3, 16, 16, 128), part)       # C = 3: no whole 16-channel step
+    assert not gemm_warp_tiled(Layer(8, 64, 16, 16, 126), part)      # K rows not 16-byte multiples
+    assert not gemm_warp_tiled(Layer(8, 64, 16, 16, 128), replace(part, gemm_mats_per_task=2, threads=256))
+
+
+def test_the_build_switch_follows_the_rule_and_the_ring_is_shared():
+    layer = load_layer("ResNet-2")
+    part = partition_for(layer, "h200")
+    header = lambda gemm: config_header(KernelConfig(layer, WinogradVariant(4), part, gemm=gemm))  # noqa: E731
+    assert "#define MS_GEMM_WARP 1" in header("warp") and "#define MS_GEMM_WARP 0" in header("generic")
+    dense = load_layer("DenseNet")
+    assert "#define MS_GEMM_WARP 0" in config_header(KernelConfig(dense, WinogradVariant(4), partition_for(dense, "h200"),
+                                                                  gemm="warp"))
+    assert gemm_smem_bytes(part, *gemm_ring(part)) == 39936  # both bodies: ptxas's static smem for this build
