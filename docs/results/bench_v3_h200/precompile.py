@@ -1,0 +1,50 @@
+"""Compile every kernel build `megasim bench --layer all` will ask for, in parallel, into CuPy's disk cache.
+
+    python docs/results/bench_v3_h200/precompile.py WORKERS [LAYER...]
+
+On a fresh device machine bench spends most of its time in nvcc, one build at a time; the cache makes its
+later compiles hits. Timings are unaffected: bench still compiles (or loads) every build itself.
+"""
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from megasim.contract.problem import VARIANTS
+
+MODES_BY_BODY = {"generic": ("static", "persistent", "ready_queue"), "warp": ("static", "persistent")}
+
+
+def builds(name):
+    from megasim.app.catalog import load_layer, partition_for
+    from megasim.contract.resources import gemm_warp_tiled, warp_partition
+    layer = load_layer(name)
+    base = partition_for(layer, "h200")
+    out = [(name, 4, base, "generic", "static", dict(ticket=False, spin_limit_ns=500_000_000))]
+    for gemm, part in (("generic", base), ("warp", warp_partition(layer, base))):
+        if gemm == "warp" and not gemm_warp_tiled(layer, part):
+            continue
+        out += [(name, m, part, gemm, mode, {}) for m in VARIANTS for mode in MODES_BY_BODY[gemm]]
+    return out
+
+
+def compile_one(job):
+    from megasim.app.catalog import load_layer
+    from megasim.contract.problem import WinogradVariant
+    from megasim.gpu.backend import KernelConfig, module, require_cupy
+    from megasim.gpu.megakernel import device_blocks_per_sm
+    name, m, part, gemm, mode, extra = job
+    cp = require_cupy()
+    cfg = KernelConfig(load_layer(name), WinogradVariant(m), part, gemm=gemm, **extra)
+    static = module(cfg)
+    if mode != "static":
+        occ = device_blocks_per_sm(cp, static.function("ms_megakernel"), part.threads)
+        module(KernelConfig(cfg.layer, cfg.variant, part, gemm=gemm, mode=mode, min_blocks=occ))
+    return name
+
+
+if __name__ == "__main__":
+    from megasim.app.catalog import layer_names
+    names = sys.argv[2:] or layer_names()[:13]
+    jobs = [j for n in names for j in builds(n)]
+    with ProcessPoolExecutor(int(sys.argv[1])) as pool:
+        done = list(pool.map(compile_one, jobs))
+    print(f"[precompile] {len(done)} builds")
