@@ -108,9 +108,20 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from megasim.app.calibrate.run import validate_profile
-    validate_profile(args.profile, args.measurements, args.out, args.jobs, report=args.report)
+    from megasim.app.calibrate.run import validate_paths, validate_profile
+    profile, measurements = validate_paths(args.gpu, args.profile, args.measurements)
+    log = (lambda *_: None) if args.json else print
+    summary = validate_profile(profile, measurements, args.out, args.jobs, log=log, report=args.report)
+    if args.json:
+        print(json.dumps(headline(summary, profile, measurements), default=float))
     return 0
+
+
+def headline(summary: dict, profile, measurements) -> dict:
+    """`validate --json`: the MAPE figures under flat names, then the whole summary."""
+    mape = summary["mape"]
+    flat = {f"{split}_mape_{kind}": mape[split][kind] for split in mape for kind in ("fused", "nonfused")}
+    return {"profile": str(profile), "measurements": str(measurements), **flat, "summary": summary}
 
 
 def cmd_bench(args) -> int:
@@ -158,8 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
     cal.set_defaults(func=cmd_calibrate)
     val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
-    val.add_argument("--profile", required=True)
-    val.add_argument("--measurements", required=True)
+    val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")
+    val.add_argument("--profile", help="profile TOML (default: the --gpu's committed one)")
+    val.add_argument("--measurements", help="runs JSON (default: the --gpu's committed scenarios/calibrations/raw one)")
+    val.add_argument("--json", action="store_true", help="print the held-out and training MAPE and the summary as JSON")
     val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)

@@ -9,7 +9,7 @@ from pathlib import Path
 from megasim.gpu.backend import kernel_build_hash
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.metrics import summarise
-from megasim.app.calibrate.profile import CalibrationProfile, load_profile, save_profile
+from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json
@@ -60,6 +60,20 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
     save_profile(profile, out)
     return profile
+
+
+def validate_paths(gpu: str | None, profile=None, measurements=None) -> tuple[Path, Path]:
+    """(profile, measurements) for `megasim validate`: given paths win, else the GPU's committed ones."""
+    if gpu is None and (profile is None or measurements is None):
+        raise MegasimError("validate needs --gpu, or both --profile and --measurements")
+    if gpu is not None:
+        name = load_gpu(gpu).name
+        profile = profile or profile_path(name)
+        measurements = measurements or raw_paths(SCENARIOS / "calibrations" / "raw", name)["runs"]
+    for path in (profile, measurements):
+        if not Path(path).is_file():
+            raise MegasimError(f"{path}: no such file")
+    return Path(profile), Path(measurements)
 
 
 def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:

@@ -12,6 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.progress import track
 
 from megasim.contract.files import write_then_rename
 from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS
@@ -37,7 +39,8 @@ def predict_runs(runs: list[dict], spec, jobs: int = 2) -> list[dict]:
         first.setdefault((run["layer"]["name"], str(run["partition"])), i)
     work = [(run, spec, i in first.values()) for i, run in enumerate(runs)]
     with ProcessPoolExecutor(jobs) as pool:
-        rows = list(pool.map(_predict_one, work, chunksize=2))
+        rows = list(track(pool.map(_predict_one, work, chunksize=2), total=len(work), transient=True,
+                          description=f"simulating {len(work)} measured runs", console=Console(stderr=True)))
     shared = {(r["layer"], str(runs[i]["partition"])): r for i, r in enumerate(rows) if "pred_nonfused_us" in r}
     for i, r in enumerate(rows):
         src = shared[(r["layer"], str(runs[i]["partition"]))]
