@@ -21,7 +21,7 @@ from megasim.contract.files import write_then_rename
 
 HERE = Path(__file__).resolve().parent
 
-DIG = (0, 16, 64, 256, 1024)
+DIG = (0, 16, 32, 64, 256, 1024)
 DGO = (128, 1024)
 M = (1, 2, 4, 8, 16)
 
