@@ -35,9 +35,9 @@ def _problem_args(p):
 
 
 def cmd_simulate(args) -> int:
-    from megasim.app.calibrate.profile import gpu_for_simulation
+    from megasim.app.calibrate.profile import gpu_for_simulation, uncertainty_for
     from megasim.contract.problem import WinogradVariant
-    from megasim.app.report import print_simulation
+    from megasim.app.report import print_call, print_simulation
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
@@ -65,10 +65,14 @@ def cmd_simulate(args) -> int:
         plot_timeline(result.fused.records, args.plot,
                       title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
                       num_sms=gpu.sm_count, utilisation=result.fused.utilisation(gpu))
+    interval = uncertainty_for(args.gpu, args.uncalibrated)
+    call = interval.call(result.fused.time_us, result.nonfused.time_us) if interval else None
     if args.json:
-        print(json.dumps({**result.to_json(), "model": model_note}))
+        print(json.dumps({**result.to_json(), "uncertainty": call, "model": model_note}))
     else:
         print_simulation(graph, gpu, result)
+        if call:
+            print_call(call)
         print(model_note)
     return 0
 

@@ -28,3 +28,11 @@ def print_simulation(graph, gpu, result, console: Console | None = None) -> None
     console.print(f"[bold]speedup fused / non-fused: {result.speedup:.3f}x[/]   infusible tasks: {result.infusible}   "
                   f"floors: FP32 {floors['flop_floor_us']:.1f} us, DRAM {floors['dram_floor_us']:.1f} us   "
                   f"(simulated in {result.sim_seconds:.2f} s)")
+
+
+def print_call(call: dict, console: Console | None = None) -> None:
+    """The prediction intervals from the profile's held-out residuals, and the call they support."""
+    console = console or Console()
+    (f0, f1), (n0, n1), (m0, m1) = call["fused_interval_us"], call["nonfused_interval_us"], call["margin_interval"]
+    console.print(f"{call['coverage']:.0%} intervals (held-out residuals): fused {f0:.1f}-{f1:.1f} us, non-fused "
+                  f"{n0:.1f}-{n1:.1f} us, fusion margin {m0:+.1%} to {m1:+.1%}: [bold]{call['call']}[/]")

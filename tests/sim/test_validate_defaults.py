@@ -13,7 +13,7 @@ from ..conftest import CALIBRATION_RAW
 
 def test_gpu_alone_finds_the_committed_files():
     profile, runs = validate_paths("h200")
-    assert profile == profile_path("h200") and runs == CALIBRATION_RAW / "h200_runs.json"
+    assert profile.resolve() == profile_path("h200").resolve() and runs.resolve() == (CALIBRATION_RAW / "h200_runs.json").resolve()
     assert validate_paths("H100")[1].name == "h100_runs.json"
 
 

@@ -19,7 +19,7 @@ from megasim.contract.files import read_toml
 from megasim.contract.spec import GPUSpec
 from megasim.app.catalog import SCENARIOS, load_gpu
 
-SECTIONS = ("profile", "hardware", "model", "fit")
+SECTIONS = ("profile", "hardware", "model", "fit", "uncertainty")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class CalibrationProfile:
     model: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     fit: dict = field(default_factory=dict)
+    uncertainty: dict = field(default_factory=dict)  # held-out residual percentiles (calibrate.uncertainty)
 
     def apply(self, spec: GPUSpec) -> GPUSpec:
         known = {f.name for f in fields(GPUSpec)}
@@ -63,7 +64,7 @@ def load_profile(path) -> CalibrationProfile:
         raise MegasimError(f"{path}: a calibration profile has [profile] (with gpu), [hardware], [model], [fit]")
     prov = dict(data["profile"])
     return CalibrationProfile(gpu=prov.pop("gpu"), hardware=data.get("hardware", {}), model=data.get("model", {}),
-                              provenance=prov, fit=data.get("fit", {}))
+                              provenance=prov, fit=data.get("fit", {}), uncertainty=data.get("uncertainty", {}))
 
 
 def _toml_value(v) -> str:
@@ -83,13 +84,25 @@ def _toml_value(v) -> str:
 def save_profile(profile: CalibrationProfile, path) -> Path:
     lines = ["# Calibrated megasim profile: written by `megasim calibrate`, read by `megasim simulate`.", ""]
     for section, values in (("profile", {"gpu": profile.gpu, **profile.provenance}), ("hardware", profile.hardware),
-                            ("model", profile.model), ("fit", profile.fit)):
+                            ("model", profile.model), ("fit", profile.fit), ("uncertainty", profile.uncertainty)):
+        if section == "uncertainty" and not values:
+            continue
         lines.append(f"[{section}]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
         lines.append("")
     with write_then_rename(path) as tmp:
         tmp.write_text("\n".join(lines))
     return Path(path)
+
+
+def uncertainty_for(name: str, uncalibrated: bool = False):
+    """The calibrated profile's prediction intervals (`Uncertainty`), or None without a profile or one."""
+    from megasim.app.calibrate.uncertainty import Uncertainty
+    path = profile_path(load_gpu(name).name)
+    if uncalibrated or not path.exists():
+        return None
+    values = load_profile(path).uncertainty
+    return Uncertainty.from_dict(values) if values else None
 
 
 def gpu_for_simulation(name: str, uncalibrated: bool = False) -> tuple[GPUSpec, str]:

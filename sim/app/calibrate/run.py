@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from megasim.gpu.backend import kernel_build_hash
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.metrics import summarise
+from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
@@ -73,7 +75,15 @@ def validate_paths(gpu: str | None, profile=None, measurements=None) -> tuple[Pa
     for path in (profile, measurements):
         if not Path(path).is_file():
             raise MegasimError(f"{path}: no such file")
-    return Path(profile), Path(measurements)
+    return _shown(Path(profile)), _shown(Path(measurements))
+
+
+def _shown(path: Path) -> Path:
+    """Relative to the working directory when inside it, so reports name the paths a reader would type."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
@@ -82,6 +92,10 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     doc = read_json(measurements)
     rows = predict_runs(doc["runs"], spec, jobs)
     summary = summarise(rows)
+    interval = Uncertainty.from_rows(rows)
+    if interval is not None and interval.to_dict() != profile.uncertainty:
+        save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
+        log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
     out = Path(out_dir)
     gpu = profile.gpu
     figures = {"scatter": f"figures/calibration_scatter_{gpu}.png"}
@@ -97,7 +111,7 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
         plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({figures['overlay']})", ""]
-    extra += _kernel_section(rows) + _winner_margins(rows, summary) + _profile_section(profile)
+    extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     micro_path = raw_paths(Path(measurements).parent, gpu)["micro"]
     if micro_path.exists():
         extra += _dispatch_section(read_json(micro_path), spec)
@@ -111,6 +125,21 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     write_report(report, gpu, str(profile_path), summary, rows, figures, extra, option)
     log(f"wrote {report}")
     return summary
+
+
+def _interval_section(interval) -> list[str]:
+    if interval is None:
+        return []
+    u = interval
+    return [f"## Prediction intervals ({u.coverage:.0%}, from the {u.heldout_runs} held-out runs)", "",
+            "`megasim simulate` multiplies its predictions by these measured / predicted percentiles, and calls "
+            "the fused-vs-non-fused winner only when the margin's interval excludes zero (else \"too close to "
+            "call\"). They are stored in the profile's [uncertainty] section.", "",
+            "| | low | high |", "|---|---|---|",
+            f"| fused, measured / predicted | {u.fused_ratio[0]:.3f} | {u.fused_ratio[1]:.3f} |",
+            f"| non-fused, measured / predicted (one per layer) | {u.nonfused_ratio[0]:.3f} | {u.nonfused_ratio[1]:.3f} |",
+            f"| fusion margin, measured - predicted (points) | {100 * u.margin_error[0]:+.1f} | "
+            f"{100 * u.margin_error[1]:+.1f} |", ""]
 
 
 def _kernel_section(rows) -> list[str]:
