@@ -103,6 +103,13 @@ def cmd_mappings(args) -> int:
 def cmd_calibrate(args) -> int:
     from megasim.app.calibrate.run import fit_profile
     from megasim.app.catalog import load_gpu
+    if args.corpus is not None:
+        from pathlib import Path
+        from megasim.app.calibrate.corpus_runs import measure_corpus
+        name = load_gpu(args.gpu).name
+        counts = measure_corpus(name, Path(args.raw) / f"{name}_corpus.jsonl", args.corpus, args.reps, args.budget_s)
+        print(json.dumps(counts))
+        return 0
     if not args.from_raw:
         from megasim.app.calibrate.measure import calibrate_measure
         calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
@@ -147,8 +154,31 @@ def _bench_args(p):
     p.set_defaults(func=cmd_bench)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _calibration_commands(sub) -> None:
+    """`calibrate` and `validate`."""
     from megasim.app.catalog import SCENARIOS
+    cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
+    cal.add_argument("--gpu", default="h200")
+    cal.add_argument("--out", default=None, help="profile TOML (default scenarios/calibrations/<gpu>.toml)")
+    cal.add_argument("--raw", default=str(SCENARIOS / "calibrations" / "raw"), help="where raw measurements go")
+    cal.add_argument("--reps", type=int, default=20)
+    cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
+    cal.add_argument("--corpus", type=int, metavar="COUNT",
+                     help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
+    cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
+    cal.set_defaults(func=cmd_calibrate)
+    val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
+    val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")
+    val.add_argument("--profile", help="profile TOML (default: the --gpu's committed one)")
+    val.add_argument("--measurements", help="runs JSON (default: the --gpu's committed scenarios/calibrations/raw one)")
+    val.add_argument("--json", action="store_true", help="print the held-out and training MAPE and the summary as JSON")
+    val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
+    val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
+    val.add_argument("--jobs", type=int, default=2)
+    val.set_defaults(func=cmd_validate)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="megasim", description=__doc__)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
@@ -165,22 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
     sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
     sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
-    cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
-    cal.add_argument("--gpu", default="h200")
-    cal.add_argument("--out", default=None, help="profile TOML (default scenarios/calibrations/<gpu>.toml)")
-    cal.add_argument("--raw", default=str(SCENARIOS / "calibrations" / "raw"), help="where raw measurements go")
-    cal.add_argument("--reps", type=int, default=20)
-    cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
-    cal.set_defaults(func=cmd_calibrate)
-    val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
-    val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")
-    val.add_argument("--profile", help="profile TOML (default: the --gpu's committed one)")
-    val.add_argument("--measurements", help="runs JSON (default: the --gpu's committed scenarios/calibrations/raw one)")
-    val.add_argument("--json", action="store_true", help="print the held-out and training MAPE and the summary as JSON")
-    val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
-    val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
-    val.add_argument("--jobs", type=int, default=2)
-    val.set_defaults(func=cmd_validate)
+    _calibration_commands(sub)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
     _bench_args(bench)
     srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
