@@ -54,7 +54,7 @@ class GPUSpec:
     gemm_half_efficiency_channels: float = _f(
         "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
         "cost as many channels of main loop", 0.0)
-    task_overhead_cycles: int = _f("per block: task-map read, indexing, the counter atomic", 0)
+    task_overhead_cycles: int = _f("per megakernel block: ticket, task-map read, the counter atomic (non-fused blocks have none)", 0)
     block_launch_cycles: float = _f(
         "of a new block's start (dispatch latency aside), the part that only a new block pays: its launch "
         "and prologue, within task_overhead_cycles. A persistent block's next task skips it", 0.0)

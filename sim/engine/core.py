@@ -6,7 +6,8 @@ hands each to the SM its policy picks, one per `tb_dispatch_interval_cycles`,
 arriving `tb_dispatch_latency_cycles` later). A thread block then lives as
 the megakernel's blocks do (paper Listing 2):
 
-1. start (`task_overhead_cycles` after it lands: ticket, task-map read):
+1. start (`task_overhead_cycles` after it lands: ticket, task-map read; a block of a non-fused kernel
+   has neither and pays only `block_launch_cycles`):
    poll the counters it waits on. If one is not zero the block spins
    *holding its slot* until the last parent signals, and notices one atomic
    plus half a poll period later;
@@ -142,7 +143,8 @@ class _Machine:
         env, now = self.env, self.env.now
         t = max(now, self.next_dispatch_at)
         interval = self.gpu.tb_dispatch_interval_cycles
-        latency = self.gpu.tb_dispatch_latency_cycles + self.overhead
+        overhead = self.overhead if self.check else self.gpu.block_launch_cycles
+        latency = self.gpu.tb_dispatch_latency_cycles + overhead
         looped = max(0.0, self.overhead - self.gpu.block_launch_cycles)
         queue = self.queue
         while self.next < self.size and (not queue or queue.fifo):

@@ -101,11 +101,21 @@ def test_persistent_blocks_skip_the_block_launch():
                   block_launch_cycles=400)
     n = 8
     g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
-    static = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles
-    persistent = run_kernels(g, [Kernel(np.arange(n), BLOCK, False, persistent=True)], gpu, quantum=0.0).total_cycles
+    static = run_kernels(g, [Kernel(np.arange(n), BLOCK, True)], gpu, quantum=0.0).total_cycles
+    persistent = run_kernels(g, [Kernel(np.arange(n), BLOCK, True, persistent=True)], gpu, quantum=0.0).total_cycles
     work = 1000.0 / gpu.fp32_flops_per_cycle_per_sm
     assert static == pytest.approx(n * (300 + 1000 + work))
     assert persistent == pytest.approx((300 + 1000 + work) + (n - 1) * (1000 - 400 + work))
+
+
+def test_a_non_fused_block_pays_no_megakernel_overhead():
+    """Ticket and task-map read are the megakernel's: a non-fused block pays dispatch and block launch only."""
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
+                  block_launch_cycles=400)
+    n = 8
+    g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
+    plain = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles
+    assert plain == pytest.approx(n * (300 + 400 + 1000.0 / gpu.fp32_flops_per_cycle_per_sm))
 
 
 def test_persistent_mode_is_static_when_starting_a_task_costs_nothing():

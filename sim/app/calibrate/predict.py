@@ -40,7 +40,8 @@ def mapping_of(run: dict):
 
 
 def predict_fused(run: dict, spec) -> float:
-    return SimpyInterpreter(spec).run(graph_of(run), mapping_of(run)).time_us
+    """The megakernel under the run's mapping and scheduling mode (static when the run names none)."""
+    return SimpyInterpreter(spec).run(graph_of(run), mapping_of(run), RunConfig(mode=run.get("mode", "static"))).time_us
 
 
 def predict_nonfused(run: dict, spec) -> tuple[float, tuple]:
