@@ -53,6 +53,7 @@ def plot_scatter(rows, path, gpu: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     from megasim.app.plot import save_png
     fig, ax = plt.subplots(figsize=(6.4, 6))
     for kind, marker, colour in (("fused", "o", "tab:blue"), ("nonfused", "s", "tab:orange")):
@@ -71,6 +72,11 @@ def plot_scatter(rows, path, gpu: str) -> None:
     ax.fill_between(line, line * 0.9, line * 1.1, color="grey", alpha=0.15, label="within 10%")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured (us)",
            ylabel="predicted (us)", title=f"{gpu.upper()}: simulator vs hardware, every measured run")
+    ticks = [t for t in (20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000) if lo <= t <= hi]
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     save_png(fig, path)
