@@ -71,3 +71,20 @@ def drawn_options():
                                                         st.integers(min(o.search), min(o.search) + small))
                                       for o in ints})
     return options_of
+
+
+def device_inputs(layer, seed: int):
+    """A random NHWC input and [K][3][3][C] filters of `layer`, float32 on the GPU (GPU tests only)."""
+    import cupy as cp
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return (cp.asarray(rng.standard_normal((layer.n, layer.h, layer.w, layer.c)).astype(np.float32)),
+            cp.asarray(rng.standard_normal((layer.k, 3, 3, layer.c)).astype(np.float32)))
+
+
+def run_conv(conv, layer, x, w):
+    """One run of a FusedConv or NonFusedConv into a NaN-poisoned output, which it returns."""
+    import cupy as cp
+    y = cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32)
+    conv.run(x, w, y)
+    return y

@@ -28,6 +28,18 @@ def timing_key(mode: str, variant: int, main_variant: int, gemm: str = "generic"
     return key if variant == main_variant else f"{key}-f{variant}"
 
 
+def _timed_variant(layer, part, m: int, main: int, modes, gemm: str, mapping_for, cuda_for, config: RunConfig,
+                   score, timings: dict, checks: dict):
+    """Variant m's graph on `part`, fused in each of `modes`, into `timings`/`checks`; returns the graph."""
+    g = build_graph(layer, WinogradVariant(m), part)
+    mapping, cuda = mapping_for(g), cuda_for(g)
+    for mode in modes:
+        run = cuda.run(g, mapping, RunConfig(inputs=config.inputs, reps=config.reps, mode=mode))
+        key = timing_key(mode, m, main, gemm)
+        timings[key], checks[key] = run.native, score(run.output)
+    return g
+
+
 def other_variant_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> tuple[dict, dict]:
     """(timings, checks) of every mode of every variant but `graph`'s, on the same inputs and partition.
 
@@ -41,12 +53,8 @@ def other_variant_runs(graph, mapping_for, config: RunConfig, interpreter_for, s
         if m == main:
             continue
         try:
-            other = build_graph(graph.layer, WinogradVariant(m), graph.partition)
-            mapping, cuda = mapping_for(other), interpreter_for(other)
-            for mode in MODES:
-                run = cuda.run(other, mapping, RunConfig(inputs=config.inputs, reps=config.reps, mode=mode))
-                key = timing_key(mode, m, main)
-                timings[key], checks[key] = run.native, score(run.output)
+            _timed_variant(graph.layer, graph.partition, m, main, MODES, "generic", mapping_for, interpreter_for,
+                           config, score, timings, checks)
         except MegasimError as exc:
             timings[timing_key("static", m, main)] = {"median_us": None, "error": str(exc)}
     return timings, checks
@@ -56,31 +64,28 @@ def warp_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> 
     """(timings, checks, partitions) of the warp-tiled GEMM body: every variant fused in WARP_MODES and the
     requested variant non-fused (graph-captured), each on `warp_partition` of the layer's partition.
 
-    `interpreter_for(graph, **options)` builds a CUDA interpreter of the warp body. A variant where the
-    warp body does not apply (`gemm_warp_tiled`) is recorded with the reason, not raised.
+    `interpreter_for(graph, **options)` builds a CUDA interpreter of the warp body. Where the warp body does
+    not apply (`gemm_warp_tiled`), each variant is recorded with the reason, not raised.
     """
-    timings, checks, parts = {}, {}, {}
+    timings, checks = {}, {}
     main, layer = graph.variant.m, graph.layer
     part = warp_partition(layer, graph.partition)
+    applies = gemm_warp_tiled(layer, part)
     for m in VARIANTS:
         key0 = timing_key("static", m, main, "warp")
-        if not gemm_warp_tiled(layer, part):
+        if not applies:
             timings[key0] = {"median_us": None, "error": f"the warp-tiled GEMM does not apply to {part}"}
             continue
         try:
-            g = build_graph(layer, WinogradVariant(m), part)
-            mapping, cuda = mapping_for(g), interpreter_for(g)
-            runs = {timing_key(mode, m, main, "warp"): cuda.run(g, mapping, RunConfig(inputs=config.inputs,
-                                                                                      reps=config.reps, mode=mode))
-                    for mode in WARP_MODES}
+            g = _timed_variant(layer, part, m, main, WARP_MODES, "warp", mapping_for, interpreter_for, config, score,
+                               timings, checks)
             if m == main:
-                runs["nonfused-warp-graph"] = interpreter_for(g, graph_capture=True).run(
+                run = interpreter_for(g, graph_capture=True).run(
                     g, None, RunConfig(launch="nonfused", inputs=config.inputs, reps=config.reps))
-            for key, run in runs.items():
-                timings[key], checks[key], parts[key] = run.native, score(run.output), part.to_dict()
+                timings["nonfused-warp-graph"], checks["nonfused-warp-graph"] = run.native, score(run.output)
         except MegasimError as exc:
             timings[key0] = {"median_us": None, "error": str(exc)}
-    return timings, checks, parts
+    return timings, checks, {key: part.to_dict() for key in checks}
 
 
 def _parse(key: str, main_variant: int) -> tuple[str, int, str] | None:

@@ -3,13 +3,14 @@
 Both bodies sum every accumulator's channels in ascending order with one fmaf each, so any difference
 is a bug (a dropped or doubled channel, a ragged tile or column stored wrongly).
 """
-import numpy as np
 import pytest
 
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import gemm_warp_tiled
+
+from ..conftest import device_inputs, run_conv
 
 pytestmark = pytest.mark.gpu
 
@@ -26,24 +27,16 @@ CASES = [(Layer(3, 48, 23, 19, 200, "ragged"), T64K128, 4), (Layer(2, 64, 30, 30
          (Layer(2, 32, 14, 14, 128, "f6"), T64K128, 6), (Layer(1, 16, 9, 13, 64, "f2"), T32K64, 2)]
 
 
-def _run(conv, layer, x, w):
-    y = cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32)
-    conv.run(x, w, y)
-    return y
-
-
 @pytest.mark.parametrize("layer,part,m", CASES, ids=[c[0].name for c in CASES])
 def test_warp_body_is_bitwise_the_generic_body(layer, part, m):
     assert gemm_warp_tiled(layer, part)
     graph = build_graph(layer, WinogradVariant(m), part)
-    rng = np.random.default_rng(7)
-    x = cp.asarray(rng.standard_normal((layer.n, layer.h, layer.w, layer.c)).astype(np.float32))
-    w = cp.asarray(rng.standard_normal((layer.k, 3, 3, layer.c)).astype(np.float32))
+    x, w = device_inputs(layer, 7)
     mp = make(graph, "paper")
-    ref = _run(FusedConv(graph, mp), layer, x, w)
+    ref = run_conv(FusedConv(graph, mp), layer, x, w)
     assert not bool(cp.isnan(ref).any())
-    outs = {"nonfused": _run(NonFusedConv(graph, gemm="warp"), layer, x, w)}
+    outs = {"nonfused": run_conv(NonFusedConv(graph, gemm="warp"), layer, x, w)}
     for mode in ("static", "persistent", "ready_queue"):
-        outs[mode] = _run(FusedConv(graph, mp, mode=mode, gemm="warp"), layer, x, w)
+        outs[mode] = run_conv(FusedConv(graph, mp, mode=mode, gemm="warp"), layer, x, w)
     bad = [k for k, y in outs.items() if not bool((y == ref).all())]
     assert not bad, f"warp body differs from the generic one in {bad}"

@@ -14,6 +14,8 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
+from ..conftest import device_inputs, run_conv
+
 pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy")
@@ -25,21 +27,13 @@ SMALL = Partition(tiles_per_group=16, input_channels_per_task=8, gemm_mats_per_t
 LAYER = Layer(2, 40, 20, 19, 72, "persistent")
 
 
-def _inputs(layer, seed):
-    rng = np.random.default_rng(seed)
-    return (cp.asarray(rng.standard_normal((layer.n, layer.h, layer.w, layer.c)).astype(np.float32)),
-            cp.asarray(rng.standard_normal((layer.k, 3, 3, layer.c)).astype(np.float32)))
-
-
 def _run(graph, mapping, x, w, **kw):
-    y = cp.full((graph.layer.n, graph.layer.h, graph.layer.w, graph.layer.k), cp.nan, dtype=cp.float32)
-    FusedConv(graph, mapping, **kw).run(x, w, y)
-    return y
+    return run_conv(FusedConv(graph, mapping, **kw), graph.layer, x, w)
 
 
 def test_persistent_output_is_bitwise_the_static_output():
     graph = build_graph(LAYER, WinogradVariant(4), SMALL)
-    x, w = _inputs(LAYER, 1)
+    x, w = device_inputs(LAYER, 1)
     mappings = [make(graph, "sequential"), make(graph, "paper", dig=8, dgo=16, m=2)]
     mappings += [make(graph, "random_topo", seed=s) for s in range(3)]
     for mp in mappings:
@@ -62,10 +56,9 @@ def test_persistent_grid_is_what_fits_and_no_more():
 def test_persistent_trace_covers_every_task_once():
     graph = build_graph(LAYER, WinogradVariant(4), SMALL)
     mp = make(graph, "paper", dig=8, dgo=16, m=2)
-    x, w = _inputs(LAYER, 2)
+    x, w = device_inputs(LAYER, 2)
     conv = FusedConv(graph, mp, mode="persistent", trace=True, blocks=16)
-    y = cp.full((LAYER.n, LAYER.h, LAYER.w, LAYER.k), cp.nan, dtype=cp.float32)
-    conv.run(x, w, y)
+    y = run_conv(conv, LAYER, x, w)
     rec = conv.trace_records()
     assert np.array_equal(rec["task"], mp.order)
     assert (rec["start_us"] <= rec["ready_us"]).all() and (rec["ready_us"] <= rec["end_us"]).all()
@@ -79,7 +72,7 @@ def test_persistent_illegal_mapping_never_hangs_and_the_next_launch_is_right(blo
     part = Partition(tiles_per_group=32, input_channels_per_task=32, gemm_mats_per_task=4,
                      gemm_k_per_task=64, output_channels_per_task=32, filter_k_per_task=4, threads=256)
     graph = build_graph(layer, WinogradVariant(4), part)
-    x, w = _inputs(layer, 3)
+    x, w = device_inputs(layer, 3)
     t0 = time.perf_counter()
     try:
         _run(graph, make(graph, "sequential").order[::-1].copy(), x, w, mode="persistent", blocks=blocks,

@@ -14,6 +14,8 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
+from ..conftest import device_inputs, run_conv
+
 pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy")
@@ -25,21 +27,13 @@ SMALL = Partition(tiles_per_group=16, input_channels_per_task=8, gemm_mats_per_t
 LAYER = Layer(2, 40, 20, 19, 72, "ready")
 
 
-def _inputs(layer, seed):
-    rng = np.random.default_rng(seed)
-    return (cp.asarray(rng.standard_normal((layer.n, layer.h, layer.w, layer.c)).astype(np.float32)),
-            cp.asarray(rng.standard_normal((layer.k, 3, 3, layer.c)).astype(np.float32)))
-
-
 def _run(graph, mapping, x, w, **kw):
-    y = cp.full((graph.layer.n, graph.layer.h, graph.layer.w, graph.layer.k), cp.nan, dtype=cp.float32)
-    FusedConv(graph, mapping, **kw).run(x, w, y)
-    return y
+    return run_conv(FusedConv(graph, mapping, **kw), graph.layer, x, w)
 
 
 def test_ready_queue_output_is_bitwise_the_static_output_for_any_order():
     graph = build_graph(LAYER, WinogradVariant(4), SMALL)
-    x, w = _inputs(LAYER, 1)
+    x, w = device_inputs(LAYER, 1)
     paper = make(graph, "paper", dig=8, dgo=16, m=2)
     ref = _run(graph, paper, x, w)
     assert not bool(cp.isnan(ref).any())
@@ -56,11 +50,10 @@ def test_ready_queue_runs_vgg_scale_reversed_and_the_trace_covers_every_task():
     part = Partition(tiles_per_group=32, input_channels_per_task=32, gemm_mats_per_task=4,
                      gemm_k_per_task=64, output_channels_per_task=32, filter_k_per_task=4, threads=256)
     graph = build_graph(layer, WinogradVariant(4), part)
-    x, w = _inputs(layer, 3)
+    x, w = device_inputs(layer, 3)
     rev = make(graph, "sequential").order[::-1].copy()
     conv = FusedConv(graph, rev, mode="ready_queue", trace=True)
-    y = cp.full((layer.n, layer.h, layer.w, layer.k), cp.nan, dtype=cp.float32)
-    conv.run(x, w, y)
+    y = run_conv(conv, layer, x, w)
     assert bool((y == _run(graph, make(graph, "sequential"), x, w)).all())
     rec = conv.trace_records()
     assert np.array_equal(rec["task"], rev)
@@ -70,7 +63,7 @@ def test_ready_queue_runs_vgg_scale_reversed_and_the_trace_covers_every_task():
 
 def test_a_task_that_never_becomes_ready_raises_within_the_limit_and_the_next_launch_is_right():
     graph = build_graph(LAYER, WinogradVariant(4), SMALL)
-    x, w = _inputs(LAYER, 2)
+    x, w = device_inputs(LAYER, 2)
     mp = make(graph, "paper", dig=8, dgo=16, m=2)
     conv = FusedConv(graph, mp, mode="ready_queue", spin_limit_ns=200_000_000)
     last = len(graph.counter_init) - 1

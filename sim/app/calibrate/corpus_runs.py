@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from megasim.app.calibrate.corpus import CorpusShape, generate
-from megasim.app.calibrate.gpu_runs import DEFAULT_PARAMS, _stage_times, run_record
+from megasim.app.calibrate.gpu_runs import DEFAULT_PARAMS, nonfused_reference, run_record
 from megasim.contract.errors import MegasimError
 
 CORPUS_MODES = ("static", "persistent")
@@ -43,19 +43,13 @@ def measure_shape(cp, shape: CorpusShape, gpu: str, reps: int) -> dict:
     from megasim.contract.mapping import make, validate
     from megasim.contract.problem import WinogradVariant
     from megasim.gpu.megakernel import FusedConv, Workspace
-    from megasim.gpu.nonfused import NonFusedConv
     from megasim.gpu.timing import rotation_inputs, time_launches
     layer, part = shape.layer, partition_for(shape.layer, gpu)
     graph = build_graph(layer, WinogradVariant(shape.variant), part)
     xs, wts, ys = rotation_inputs(cp, layer, 7)
     ws = Workspace(graph)
-    nf = NonFusedConv(graph, workspace=ws)
-    y_ref = cp.full_like(ys[0], cp.nan)
-    nf.run(xs[0], wts[0], y_ref)
-    for i in range(len(xs)):
-        nf.capture(xs[i], wts[i], ys[i])
-    nf_us = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), len(xs), reps)["median_us"]
-    kernels = _stage_times(cp, nf, xs, wts, ys, reps)
+    _, y_ref, nf_t, kernels = nonfused_reference(cp, graph, ws, xs, wts, ys, reps)
+    nf_us = nf_t["median_us"]
     runs, mismatches = [], []
     for strategy, params in CORPUS_MAPPINGS:
         mp = make(graph, strategy, **params)

@@ -269,6 +269,20 @@ def _stage_times(cp, nf, xs, wts, ys, reps: int) -> list[float]:
     return [float(v) for v in np.median(np.array(per), axis=0)]
 
 
+def nonfused_reference(cp, graph, ws, xs, wts, ys, reps: int):
+    """(kernels, output, graph-captured timing, each kernel's time in the pipeline) of the non-fused path: the
+    reference every fused run of the graph is checked and timed against."""
+    from megasim.gpu.nonfused import NonFusedConv
+    from megasim.gpu.timing import time_launches
+    nf = NonFusedConv(graph, workspace=ws)
+    y_ref = cp.full_like(ys[0], cp.nan)
+    nf.run(xs[0], wts[0], y_ref)
+    for i in range(len(xs)):
+        nf.capture(xs[i], wts[i], ys[i])
+    nf_t = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), len(xs), reps)
+    return nf, y_ref, nf_t, _stage_times(cp, nf, xs, wts, ys, reps)
+
+
 def _trace_run(graph, layer, part, ws, xs, wts, ys) -> dict:
     """The per-block trace of the paper's default mapping, four launches in (warm caches, settled clocks)."""
     from megasim.gpu.megakernel import FusedConv
@@ -286,20 +300,13 @@ def _layer_runs(cp, gpu: str, layer, reps: int, mismatches: list) -> tuple[list,
     """Every planned mapping of one layer, fused, against its graph-replayed non-fused time."""
     from megasim.app.catalog import partition_for
     from megasim.gpu.megakernel import FusedConv, Workspace
-    from megasim.gpu.nonfused import NonFusedConv
     from megasim.gpu.timing import rotation_inputs, time_launches
     part = partition_for(layer, gpu)
     graph = build_graph(layer, WinogradVariant(4), part)
     xs, wts, ys = rotation_inputs(cp, layer, 7)
     nsets = len(xs)
     ws = Workspace(graph)
-    nf = NonFusedConv(graph, workspace=ws)
-    y_ref = cp.full_like(ys[0], cp.nan)
-    nf.run(xs[0], wts[0], y_ref)
-    for i in range(nsets):
-        nf.capture(xs[i], wts[i], ys[i])
-    nf_t = time_launches(cp, lambda i: nf.launch_graph(xs[i], wts[i], ys[i]), nsets, reps)
-    kernels = _stage_times(cp, nf, xs, wts, ys, reps)
+    _, y_ref, nf_t, kernels = nonfused_reference(cp, graph, ws, xs, wts, ys, reps)
     plan = mapping_plan(graph)
     runs = []
     for (strategy, params, order), split in zip(plan, split_for(layer.name, len(plan))):
