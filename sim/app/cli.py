@@ -122,7 +122,8 @@ def cmd_validate(args) -> int:
     from megasim.app.calibrate.run import validate_paths, validate_profile
     profile, measurements = validate_paths(args.gpu, args.profile, args.measurements)
     log = (lambda *_: None) if args.json else print
-    summary = validate_profile(profile, measurements, args.out, args.jobs, log=log, report=args.report)
+    summary = validate_profile(profile, measurements, args.out, args.jobs, log=log, report=args.report,
+                               corpus=args.corpus)
     if args.json:
         print(json.dumps(headline(summary, profile, measurements), default=float))
     return 0
@@ -175,6 +176,8 @@ def _calibration_commands(sub) -> None:
     val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
     val.add_argument("--jobs", type=int, default=2)
+    val.add_argument("--corpus", action="store_true",
+                     help="also predict the held-out generated corpus shapes (<gpu>_corpus.jsonl beside the measurements)")
     val.set_defaults(func=cmd_validate)
 
 

@@ -17,7 +17,7 @@ paper's three kinds of reuse.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from megasim.contract.problem import FLOAT_BYTES, Layer, Op, Partition, Winograd
 from megasim.contract.ranges import DataRanges
 from megasim.contract.regions import RegionLayout, build_accesses
 from megasim.contract.transforms import transform_flops
+from megasim.contract.work import issued_flops, serial_steps
 
 NO_COUNTER = -1
 FILTER_COUNTER = 0
@@ -99,6 +100,8 @@ class TaskGraph:
     write_ptr: np.ndarray
     write_region: np.ndarray
     write_bytes: np.ndarray
+    issued_flops: np.ndarray | None = None  # float64[T], what the code issues (megasim.contract.work); None: flops
+    serial_steps: np.ndarray | None = None  # int64[T], steps on a block's critical path; None: none
 
     @property
     def num_tasks(self) -> int:
@@ -171,12 +174,13 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
     counter_init = np.concatenate([[geo.n_f], np.full(ng, geo.s_i), np.full(ng, geo.s_g)]).astype(np.int32)
 
     regions, reads, writes = build_accesses(ranges, geo)
-    return TaskGraph(layer=layer, variant=variant, partition=part, geometry=geo, ranges=ranges,
+    graph = TaskGraph(layer=layer, variant=variant, partition=part, geometry=geo, ranges=ranges,
                      op=op, group=group, index=index, flops=flops,
                      waits_on=waits_on, signals=signals, counter_init=counter_init,
                      group_tiles=group_tiles, regions=regions,
                      read_ptr=reads[0], read_region=reads[1], read_bytes=reads[2],
                      write_ptr=writes[0], write_region=writes[1], write_bytes=writes[2])
+    return replace(graph, issued_flops=issued_flops(graph), serial_steps=serial_steps(graph))
 
 
 __all__ = ["FLOAT_BYTES", "FILTER_COUNTER", "NO_COUNTER", "Geometry", "TaskGraph", "build_graph"]

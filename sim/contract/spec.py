@@ -61,6 +61,13 @@ class GPUSpec:
     block_bytes_per_cycle: dict = _f(
         "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
         "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
+    dram_access_efficiency: dict = _f(
+        "per task type, the fraction of the streaming DRAM rate its access pattern reaches (a transform writes "
+        "alpha^2 strided streams at once); its DRAM bytes cost 1/this on the shared DRAM queue. Missing: 1", {})
+    step_cycles: dict = _f(
+        "per task type, the latency of one serial step of a block (a transform's round of items, a GEMM's "
+        "channel step: `megasim.contract.work.serial_steps`); a block takes at least its steps times this. "
+        "Missing: 0", {})
     block_work_cv: float = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict = _f("where each figure came from", {})

@@ -16,7 +16,10 @@ the megakernel's blocks do (paper Listing 2):
    bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
    are, and never sooner than one DRAM latency plus its bytes over what one
-   block of its type can keep in flight (`block_bytes_per_cycle`). With
+   block of its type can keep in flight (`block_bytes_per_cycle`), nor than
+   its serial steps times their latency (`step_cycles`). Its FLOPs are the
+   ones its code issues, padding included, and its DRAM bytes cost 1 over
+   its type's `dram_access_efficiency` (`megasim.contract.work`). With
    `block_work_cv` > 0 each block's work is scaled by a seeded lognormal
    factor, so blocks of one type do not finish in lockstep;
 3. end: decrement the counter it signals and free its slot.
@@ -87,7 +90,10 @@ class _Machine:
         self.op = graph.op.tolist()
         self.waits = graph.waits_on.tolist()
         self.signals = graph.signals.tolist()
-        self.flops = graph.flops.tolist()
+        self.flops = (graph.flops if graph.issued_flops is None else graph.issued_flops).tolist()
+        step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])
+        steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else graph.serial_steps
+        self.path = (steps * step[graph.op]).tolist()
         self.written = graph.bytes_per_task()[1].tolist()
         self.eff = [gpu.efficiency(op, graph.layer.c) for op in Op]
         self.remaining = graph.counter_init.tolist()
@@ -97,6 +103,7 @@ class _Machine:
         self.overhead = gpu.task_overhead_cycles
         self.latency_floor = gpu.dram_latency_cycles
         self.block_bw = [gpu.block_bytes_per_cycle.get(OP_NAMES[op], 0.0) for op in Op]
+        self.dram_cost = [1.0 / gpu.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         total = sum(len(k.tasks) for k in kernels)
         self.order = np.concatenate([k.tasks for k in kernels]).tolist()
         self.sm = [-1] * total
@@ -194,11 +201,12 @@ class _Machine:
         scale = self.work_scale[b]
         moved = (l2_read + written) * scale
         op = self.op[task]
-        self.floor[b] = self.latency_floor + (moved / self.block_bw[op] if self.block_bw[op] else 0.0)
+        self.floor[b] = max(self.latency_floor + (moved / self.block_bw[op] if self.block_bw[op] else 0.0),
+                            self.path[task] * scale)
         done = self._done_callback(b)
         self.pending[b] = 3 if dram else 2
         if dram:
-            self.dram.submit(dram * scale, done)
+            self.dram.submit(dram * scale * self.dram_cost[op], done)
         self.l2q.submit(moved, done)
         self.fp[self.sm[b]].submit(self.flops[task] * scale / self.eff[op], done)
 

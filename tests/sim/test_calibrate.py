@@ -17,8 +17,8 @@ TRUTH = {"filter_transform": 0.2, "input_transform": 0.25, "gemm": 0.4, "output_
 def _runs(spec):
     part = Partition(tiles_per_group=16).to_dict()
     runs = []
-    for name, c, k in (("A", 64, 128), ("B", 256, 128)):
-        layer = {"n": 4, "c": c, "h": 28, "w": 28, "k": k, "name": name}
+    for name, n, c, k in (("A", 4, 64, 128), ("B", 4, 256, 128), ("C", 32, 128, 256)):
+        layer = {"n": n, "c": c, "h": 28, "w": 28, "k": k, "name": name}
         for dig, m in ((0, 1), (64, 2), (512, 4)):
             run = {"layer": layer, "variant": 4, "partition": part, "strategy": "paper",
                    "params": {"dig": dig, "dgo": 128, "m": m}, "split": "train"}
@@ -34,16 +34,19 @@ def small_gpu():
     return load_gpu("h200").with_model(sm_count=16, launch_overhead_us=0.0)
 
 
+STEPS = {"input_transform": 1500.0, "gemm": 300.0}
+
+
 def test_stage2_recovers_compute_efficiency(small_gpu):
-    truth = small_gpu.with_model(compute_efficiency=TRUTH)
+    truth = small_gpu.with_model(compute_efficiency=TRUTH, step_cycles=STEPS,
+                                 dram_access_efficiency={"input_transform": 0.7})
     runs = _runs(truth)
     guess = small_gpu.with_model(compute_efficiency={k: 0.7 for k in TRUTH})
-    eff, errors = fit_compute_efficiency(runs, guess, half_channels=(0.0, 16.0), block_bandwidths=(None,))
-    half = eff.pop("gemm_half_efficiency_channels")
-    assert eff.pop("block_bytes_per_cycle") == {}
-    fitted = guess.with_model(compute_efficiency=eff, gemm_half_efficiency_channels=half)
-    for channels in (64, 256):  # what the two layers can tell apart: the GEMM efficiency at their C
-        assert fitted.efficiency(Op.GEMM, channels) == pytest.approx(TRUTH["gemm"], rel=0.08)
+    eff, errors = fit_compute_efficiency(runs, guess)
+    dram, steps = eff.pop("dram_access_efficiency"), eff.pop("step_cycles")
+    assert set(dram) == {"filter_transform", "input_transform", "output_transform"}
+    fitted = guess.with_model(compute_efficiency=eff, dram_access_efficiency=dram, step_cycles=steps)
+    assert fitted.efficiency(Op.GEMM) == pytest.approx(TRUTH["gemm"], rel=0.08)
     for run in runs[::3]:
         for op in Op:
             # a short, latency-bound kernel pins its efficiency only loosely; its time is what must match

@@ -17,6 +17,7 @@ probe; the training set is sized so a fit takes minutes on two cores.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from statistics import fmean
 
@@ -105,43 +106,77 @@ def work_cv_from_trace(trace: dict, op: Op = Op.INPUT_TRANSFORM) -> float:
     return round(float(work.std() / work.mean()), 4) if len(work) > 1 else 0.0
 
 
-def fit_compute_efficiency(runs, spec, half_channels=(0.0, 8.0, 16.0, 32.0, 64.0), iters: int = 14, pool=None,
-                           block_bandwidths=(None, 32.0, 16.0, 8.0, 4.0)):
-    """Stage 2: per task type, the efficiency minimising the log error of its kernel over the training layers.
-
-    A GEMM's efficiency also depends on its loop length (C); its half-efficiency channel count is
-    chosen from `half_channels` with the efficiency refitted for each. A transform block can be
-    limited by the loads it keeps in flight rather than by its SM's share: its bytes per cycle are
-    chosen from `block_bandwidths` (None: no such limit), again refitting the efficiency for each.
-    """
+def stage2_sample(runs, per_variant: int = 8, max_tasks: int = 40_000) -> list[dict]:
+    """The kernels stage 2 fits: every training paper layer, plus up to `per_variant` training corpus shapes
+    of each variant (in name-hash order, so the choice is fixed) small enough to simulate quickly. The
+    variants must be there: F(4) alone cannot tell a transform's compute rate from its DRAM rate."""
+    from megasim.app.calibrate.corpus import split_of
+    from megasim.app.calibrate.predict import graph_of
     by_layer = {}
     for run in runs:
         if run.get("split") == "train" and run.get("nonfused_kernels_us"):
             by_layer.setdefault((run["layer"]["name"], str(run["partition"])), run)
-    layers = [by_layer[k] for k in sorted(by_layer)]
-    fitted, errors, block_bw = {}, {}, {}
+    paper = [r for k, r in sorted(by_layer.items()) if not k[0].startswith("gen-")]
+    corpus = sorted((r for k, r in by_layer.items() if k[0].startswith("gen-")),
+                    key=lambda r: hashlib.sha256(r["layer"]["name"].encode()).hexdigest())
+    chosen, per = [], {}
+    for run in corpus:
+        v = run.get("variant", 4)
+        if per.get(v, 0) < per_variant and split_of(run["layer"]["name"]) == "train" \
+                and graph_of(run).num_tasks <= max_tasks:
+            chosen.append(run)
+            per[v] = per.get(v, 0) + 1
+    return paper + chosen
+
+
+def _fit_op(layers, op, spec, pool, iters, rounds: int = 2):
+    """Compute efficiency, serial step latency and (transforms) DRAM access efficiency of one task type,
+    by coordinate descent: each mostly governs its own kind of kernel (large and compute-bound, small
+    and latency-bound, large and memory-bound), so a few passes settle them."""
+    name = OP_NAMES[op]
+    eff = spec.compute_efficiency.get(name, 0.1)
+    dram, step = {**spec.dram_access_efficiency}, {**spec.step_cycles}
+
+    def at(e=None, d=None, c=None):
+        s = _with_efficiency(spec, op, e if e is not None else eff)
+        s = s.with_model(dram_access_efficiency={**dram, **({name: d} if d is not None else {})},
+                         step_cycles={**step, **({name: c} if c is not None else {})}, gemm_half_efficiency_channels=0.0)
+        return _kernel_error(layers, op, s, pool)
+
+    def better(current: float, candidate: float, **key) -> float:
+        """A coordinate moves only if that lowers the error: where the error is flat (a latency floor
+        that does not bind), golden section would wander to the flat region's edge."""
+        return candidate if at(**{k: candidate for k in key}) < at(**{k: current for k in key}) - 1e-9 else current
+
+    for _ in range(rounds):
+        eff = math.exp(_golden(lambda x: at(e=math.exp(x)), math.log(0.005), math.log(1.0), iters))
+        found = round(math.exp(_golden(lambda x: at(c=math.exp(x)), math.log(10.0), math.log(20000.0), iters)), 1)
+        step[name] = better(step.get(name, 0.0), found, c=None)
+        if op != Op.GEMM:
+            found = round(_golden(lambda x: at(d=x), 0.3, 1.0, iters), 4)
+            dram[name] = better(dram.get(name, 1.0), found, d=None)
+    return at(), eff, dram.get(name), step[name]
+
+
+def fit_compute_efficiency(runs, spec, iters: int = 8, pool=None, log=None):
+    """Stage 2: per task type, the constants minimising the log error of its kernel over `stage2_sample`:
+    compute efficiency, the latency of a block's serial step (`step_cycles`) and, for a transform, the
+    fraction of the DRAM stream rate its access pattern reaches (`dram_access_efficiency`)."""
+    layers = stage2_sample(runs)
+    fitted, errors, dram, step = {}, {}, {}, {}
     for op in Op:
-        if op == Op.GEMM:
-            candidates = [{"gemm_half_efficiency_channels": c0} for c0 in half_channels]
-        else:
-            candidates = [{"block_bytes_per_cycle": {**spec.block_bytes_per_cycle,
-                                                     **({OP_NAMES[op]: bw} if bw else {})}}
-                          for bw in block_bandwidths]
-        best = None
-        for extra in candidates:
-            err_at = lambda log_eff: _kernel_error(layers, op, _with_efficiency(spec, op, math.exp(log_eff), **extra),
-                                                   pool)
-            log_eff = _golden(err_at, math.log(0.005), math.log(1.0), iters)
-            err = err_at(log_eff)
-            if best is None or err < best[0]:
-                best = (err, math.exp(log_eff), extra)
-        errors[OP_NAMES[op]] = round(math.sqrt(best[0]), 4)
-        fitted[OP_NAMES[op]] = round(best[1], 4)
-        if op == Op.GEMM:
-            fitted["gemm_half_efficiency_channels"] = best[2]["gemm_half_efficiency_channels"]
-        elif OP_NAMES[op] in best[2]["block_bytes_per_cycle"]:
-            block_bw[OP_NAMES[op]] = best[2]["block_bytes_per_cycle"][OP_NAMES[op]]
-    fitted["block_bytes_per_cycle"] = block_bw
+        err, eff, d, c = _fit_op(layers, op, spec, pool, iters)
+        name = OP_NAMES[op]
+        if d is not None:
+            dram[name] = d
+        step[name] = c
+        errors[name] = round(math.sqrt(err), 4)
+        fitted[name] = round(eff, 4)
+        if log:
+            log(f"  stage 2 {name}: efficiency {fitted[name]}, step {c} cycles, DRAM access {d} "
+                f"(rms log error {errors[name]}, {len(layers)} kernels)")
+    fitted["dram_access_efficiency"] = dram
+    fitted["step_cycles"] = step
     return fitted, errors
 
 
@@ -158,7 +193,8 @@ def _log_error(spec, runs, pool=None) -> float:
 def fit_fused(runs, spec, overheads=(0, 2500, 5000, 7500, 10000), usable=(0.5, 0.75, 1.0),
               sample: int = 24, pool=None) -> tuple[dict, float]:
     """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs."""
-    train = [r for r in runs if r.get("split") == "train" and r.get("fused_us")]
+    from megasim.app.calibrate.predict import graph_of
+    train = [r for r in runs if r.get("split") == "train" and r.get("fused_us") and graph_of(r).num_tasks <= 40_000]
     step = max(1, len(train) // sample)
     chosen = train[::step][:sample]
     best = None

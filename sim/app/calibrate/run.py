@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
@@ -22,7 +23,15 @@ from megasim.contract.records import records_from_dicts
 def raw_paths(raw_dir, gpu: str) -> dict:
     raw = Path(raw_dir)
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
-            "trace": raw / f"{gpu}_trace_resnet2.json"}
+            "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl"}
+
+
+def corpus_runs(path: Path) -> list[dict]:
+    """Every run of a corpus JSONL (`megasim calibrate --corpus`), each carrying its shape's split."""
+    if not path.exists():
+        return []
+    return [run for line in path.read_text().splitlines() if line.strip()
+            for run in json.loads(line).get("runs", [])]
 
 
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> CalibrationProfile:
@@ -33,29 +42,30 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     runs = runs_doc.get("runs")
     if not isinstance(runs, list) or not runs:
         raise MegasimError(f"{paths['runs']}: no runs")
+    corpus = corpus_runs(paths["corpus"])
     hw, model = hardware_overrides(micro, spec)
     if paths["trace"].exists():
         model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
     with ProcessPoolExecutor(jobs) as pool:
-        fitted, kernel_errors = fit_compute_efficiency(runs, spec1, pool=pool)
-        half = fitted.pop("gemm_half_efficiency_channels", 0.0)
-        block_bw = fitted.pop("block_bytes_per_cycle")
+        fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log)
+        dram, step = fitted.pop("dram_access_efficiency"), fitted.pop("step_cycles")
         eff = fitted
-        log(f"stage 2 (compute efficiency): {eff}, GEMM half-efficiency at C = {half}, block bytes/cycle "
-            f"{block_bw}; rms log error {kernel_errors}")
+        log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
+            f"rms log error {kernel_errors}")
         spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
-                                 gemm_half_efficiency_channels=half, block_bytes_per_cycle=block_bw)
-        fused, err = fit_fused(runs, spec2, pool=pool)
+                                 gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step)
+        fused, err = fit_fused(runs + corpus, spec2, pool=pool)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     header = runs_doc.get("header", {})
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
-        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": half,
-               "block_bytes_per_cycle": block_bw, **fused},
+        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
+               "dram_access_efficiency": dram, "step_cycles": step, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
-                                     else str(p) for p in (paths["micro"], paths["runs"])],
+                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"])
+                                     if p.exists()],
                     "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),
                     "kernel_build": header.get("kernel_build", kernel_build_hash()),
                     "date": dt.date.today().isoformat()},
@@ -86,7 +96,37 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
+def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log) -> list[str]:
+    """The held-out corpus shapes under the profile: their predictions file and the report's section."""
+    from megasim.app.calibrate.corpus_eval import corpus_summary, predict_corpus
+    from megasim.contract.files import write_then_rename
+    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",))
+    summary = corpus_summary(rows)
+    with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:
+        tmp.write_text(json.dumps({"corpus": str(_shown(corpus_path)), "summary": summary, "rows": rows}, indent=1))
+    log(f"corpus: {summary['heldout']}")
+    return corpus_section(summary)
+
+
+def corpus_section(summary: dict) -> list[str]:
+    h = summary["heldout"]
+    lines = ["## Held-out corpus shapes (never fitted)", "",
+             "Generated shapes unlike the paper's: batch 1-256, C and K 3-1024, ragged and non-square, F(2)/F(4)/F(6) "
+             "(`scenarios/calibrations/raw/<gpu>_corpus.jsonl`). Targets from issue 12 in brackets.", "",
+             "| | value | target |", "|---|---|---|",
+             f"| shapes / fused runs | {h['shapes']} / {h['runs']} | |",
+             f"| fused MAPE | {h['fused_mape']:.1%} | <= 6% |",
+             f"| non-fused MAPE | {h['nonfused_mape']:.1%} | <= 6% |",
+             f"| winner right where the measured margin exceeds 3% | {h['winner_right']} of {h['decided_shapes']} | all |",
+             f"| predicted margin within 3 points of measured | {h['margin_within_3_points']} of {h['shapes']} | >= 90% |",
+             f"| shapes called fused, predicted / measured | {h['predicts_fusion_wins']} / {h['measured_fusion_wins']} | |",
+             "", "Fused MAPE by slice: " + ", ".join(f"{k} {v:.1%}" for k, v in summary["heldout_fused_mape_by_slice"].items()
+                                                   if v is not None) + ".", ""]
+    return lines
+
+
+def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None,
+                     corpus: bool = False) -> dict:
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
     doc = read_json(measurements)
@@ -111,6 +151,9 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
         plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({figures['overlay']})", ""]
+    corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
+    if corpus and corpus_path.exists():
+        extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log)
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     micro_path = raw_paths(Path(measurements).parent, gpu)["micro"]
     if micro_path.exists():
