@@ -55,7 +55,10 @@ Text = Annotated[str, Strict()]
 def _where(loc: tuple) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if part == "[key]":
+            out += " (the key)"
+        else:
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "the document"
 
 

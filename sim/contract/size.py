@@ -77,5 +77,5 @@ def check_size(ranges, num_tasks: int, available: int | None = None) -> int:
         size = prod(shape) * FLOAT_BYTES
         if size > MAX_BUFFER_BYTES:
             raise MegasimError(f"layer {layer.name} ({layer.shape()}): buffer {buffer} alone would be {_human(size)}, "
-                               f"past the {_human(MAX_BUFFER_BYTES)} megasim models")
+                               f"past the {_human(MAX_BUFFER_BYTES)} limit of the model")
     return need

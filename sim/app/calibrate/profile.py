@@ -161,7 +161,8 @@ def gpu_for_simulation(name: str, uncalibrated: bool = False) -> tuple[GPUSpec, 
     profile = load_profile(path)
     if profile.gpu.lower() != spec.name.lower():
         raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
-    note = (f"model: calibrated profile {path.relative_to(SCENARIOS.parent)} "
+    shown = path.relative_to(SCENARIOS.parent) if SCENARIOS.parent in path.parents else path
+    note = (f"model: calibrated profile {shown} "
             f"(kernel build {profile.provenance.get('kernel_build', '?')}, {profile.provenance.get('date', '?')})")
     stale = profile.stale()
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else "")
