@@ -46,7 +46,6 @@ def one_of(values: Iterable):
     return Annotated[int, Strict(), AfterValidator(check)]
 
 
-Fraction = float_in(0.0, 1.0, above=True)
 Dimension = Annotated[int, Strict(), Field(gt=0, lt=INT32_LIMIT)]
 Int64 = Annotated[int, Strict(), Field(ge=-INT64_LIMIT, lt=INT64_LIMIT)]
 Text = Annotated[str, Strict()]

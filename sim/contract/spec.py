@@ -139,7 +139,7 @@ def gpu_from_dict(data: dict, name: str, origin: str) -> GPUSpec:
 
 
 def check_model_fields(values: dict, origin: str, section: str) -> None:
-    """Fields a profile sets over a spec ([hardware] or [model]): known names, each in its range."""
+    """One [hardware] or [model] table, of a spec or of a profile over one: known names, each in its range."""
     unknown = set(values) - {f.name for f in fields(GPUSpec)}
     if unknown:
         raise MegasimError(f"{origin}: unknown field(s) {sorted(unknown)} in [{section}]")

@@ -131,6 +131,11 @@ CASES = [
     ("runs-params", VAL, {"p.toml": PROFILE, "runs.json": runs({"params": {"dig": -4}})}, "runs[1]: paper mapping"),
     ("runs-partition", VAL, {"p.toml": PROFILE, "runs.json": runs({"partition": {"tiles": 4}})}, "unknown field"),
     ("runs-not-utf8", VAL, {"p.toml": PROFILE, "runs.json": b'{"runs": ["\xff"]}'}, "not UTF-8"),
+    ("trace-not-utf8", SHAPE + " --policy replay --replay-trace {tmp}/r.json", {"r.json": b'{"records": "\xff"}'},
+     "not UTF-8"),
+    ("trace-sm-str", SHAPE + " --policy replay --replay-trace {tmp}/r.json", {"r.json": json.dumps({"records": [
+        {"block": 0, "task": 0, "op": 0, "sm": "x", "dispatch_us": 0, "start_us": 0, "ready_us": 0, "end_us": 1}]})},
+     "not a trace file"),
     # arguments
     ("seed-neg", SHAPE + " --strategy random_topo --seed -1", {}, "seed must be an integer >= 0"),
     ("seed-neg-opt", SHAPE + " --strategy random_topo --opt seed=-1", {}, "seed must be an integer >= 0"),
