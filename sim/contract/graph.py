@@ -24,6 +24,7 @@ import numpy as np
 from megasim.contract.problem import FLOAT_BYTES, Layer, Op, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
 from megasim.contract.regions import RegionLayout, build_accesses
+from megasim.contract.size import check_size
 from megasim.contract.transforms import transform_flops
 from megasim.contract.work import issued_flops, serial_steps
 
@@ -130,11 +131,15 @@ class TaskGraph:
 
 def build_graph(layer: Layer, variant: WinogradVariant | None = None,
                 partition: Partition | None = None) -> TaskGraph:
-    """Layer + variant + partition -> TaskGraph, with no per-task Python objects."""
+    """Layer + variant + partition -> TaskGraph, with no per-task Python objects.
+
+    A graph that would not fit in memory is refused first, with its size (`megasim.contract.size`).
+    """
     variant = variant or WinogradVariant()
     part = partition or Partition()
     ranges = DataRanges.of(layer, variant, part)
     geo = Geometry.of(layer, variant, part)
+    check_size(ranges, geo.num_tasks)
     fl = transform_flops(variant.m)
     ng = geo.n_g
 

@@ -29,10 +29,13 @@ class Op(IntEnum):
 OP_NAMES = {op: op.name.lower() for op in Op}
 
 
+INT32_LIMIT = 2**31  # every size the kernels index with a 32-bit int
+
+
 def _positive(owner: str, **values: int) -> None:
     for name, v in values.items():
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise MegasimError(f"{owner}: {name} must be a positive integer, got {v!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 < v < INT32_LIMIT:
+            raise MegasimError(f"{owner}: {name} must be a positive integer below 2^31, got {v!r}")
 
 
 @dataclass(frozen=True)

@@ -37,16 +37,12 @@ def records_from_dicts(rows: list[dict]) -> np.ndarray:
 
 def load_trace(path) -> np.ndarray:
     """Records of a trace file: {"records": [{block, task, op, sm, ...}, ...], ...}, sorted by block."""
-    import json
-
     from megasim.contract.errors import MegasimError
+    from megasim.contract.files import read_json
+    doc = read_json(path)
     try:
-        with open(path) as fh:
-            rows = json.load(fh)["records"]
-        rec = records_from_dicts(rows)
-    except OSError as exc:
-        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
-    except (ValueError, KeyError, TypeError) as exc:
+        rec = records_from_dicts(doc["records"])
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise MegasimError(f"{path}: not a trace file with TB records ({exc})") from None
     return rec[np.argsort(rec["block"], kind="stable")]
 

@@ -4,13 +4,36 @@ A spec has two parts. `[hardware]` holds datasheet or measured figures, each
 with its source in `[sources]`. `[model]` holds the simulator's free
 constants (efficiencies, L2 policy), which a calibration profile overrides.
 Loading does no other I/O; a bad file is one MegasimError naming the file.
+
+Each field's type carries its range (`megasim.contract.schema`), checked by
+pydantic when a file is loaded: counts are strict positive integers, times and
+bandwidths finite and bounded, efficiencies fractions no smaller than 1e-4.
+The bounds are generous beyond any real GPU; what they exclude is what makes
+the model meaningless or its arithmetic overflow (a negative DRAM efficiency
+ran the bandwidth queue backwards forever). Specs built in code (`with_model`,
+test fixtures) are not re-checked.
 """
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields, replace
+from functools import lru_cache
+from typing import Literal, get_type_hints
+
+from pydantic import TypeAdapter
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.schema import Text, float_in, int_in, parse
+
+MAX_SMS = 4096
+SmCount = int_in(1, MAX_SMS)
+SmId = int_in(0, MAX_SMS - 1)
+Cycles = int_in(1, 10**8)
+Micros = float_in(0.0, 1e6)
+Bandwidth = float_in(1e-3, 1e8)          # GB/s
+BytesPerCycle = float_in(1e-3, 1e6)
+Efficiency = float_in(1e-4, 1.0)         # a fraction of a peak; below 1e-4 times overflow
+OpName = Literal["filter_transform", "input_transform", "gemm", "output_transform"]
 
 
 def _f(help_: str, default=MISSING):
@@ -21,56 +44,56 @@ def _f(help_: str, default=MISSING):
 
 @dataclass(frozen=True, kw_only=True)
 class GPUSpec:
-    name: str = _f("short name, the file stem")
-    full_name: str = _f("marketing name")
-    sm_count: int = _f("streaming multiprocessors")
-    sms_per_gpc: int = _f("SM ids per GPC in the dispatch pattern (TPC pairs stride by this)")
-    first_wave_lead_sms: tuple = _f("SM ids that receive the first blocks before the GPC round robin", ())
-    max_threads_per_sm: int = _f("resident threads per SM")
-    max_blocks_per_sm: int = _f("resident blocks per SM")
-    regs_per_sm: int = _f("32-bit registers per SM")
-    smem_per_sm_bytes: int = _f("shared memory per SM usable by blocks")
-    max_smem_per_block_bytes: int = _f("largest shared memory a block may take")
-    clock_mhz: float = _f("sustained SM clock under load; cycles convert to time with it")
-    fp32_flops_per_cycle_per_sm: int = _f("2 x FP32 lanes (an FFMA is two FLOPs)")
-    dram_gbps: float = _f("DRAM bandwidth, GB/s (1e9)")
-    l2_bytes: int = _f("L2 capacity in bytes")
-    l2_gbps: float = _f("L2 bandwidth, GB/s")
-    dram_latency_cycles: int = _f("load-to-use latency of a DRAM access")
-    l2_latency_cycles: int = _f("load-to-use latency of an L2 hit")
-    sm_bytes_per_cycle: float = _f("most bytes one SM moves to and from L2 per cycle")
-    launch_overhead_us: float = _f("gap between back-to-back kernel launches")
-    first_launch_us: float = _f("what timing events see of the first launch of a sequence, beyond its blocks' "
+    name: Text = _f("short name, the file stem")
+    full_name: Text = _f("marketing name")
+    sm_count: SmCount = _f("streaming multiprocessors")
+    sms_per_gpc: SmCount = _f("SM ids per GPC in the dispatch pattern (TPC pairs stride by this)")
+    first_wave_lead_sms: tuple[SmId, ...] = _f("SM ids that receive the first blocks before the GPC round robin", ())
+    max_threads_per_sm: int_in(1, 2**16) = _f("resident threads per SM")
+    max_blocks_per_sm: int_in(1, 1024) = _f("resident blocks per SM")
+    regs_per_sm: int_in(1, 2**24) = _f("32-bit registers per SM")
+    smem_per_sm_bytes: int_in(1, 2**30) = _f("shared memory per SM usable by blocks")
+    max_smem_per_block_bytes: int_in(1, 2**30) = _f("largest shared memory a block may take")
+    clock_mhz: float_in(1.0, 1e5) = _f("sustained SM clock under load; cycles convert to time with it")
+    fp32_flops_per_cycle_per_sm: int_in(1, 2**20) = _f("2 x FP32 lanes (an FFMA is two FLOPs)")
+    dram_gbps: Bandwidth = _f("DRAM bandwidth, GB/s (1e9)")
+    l2_bytes: int_in(1, 2**40) = _f("L2 capacity in bytes")
+    l2_gbps: Bandwidth = _f("L2 bandwidth, GB/s")
+    dram_latency_cycles: Cycles = _f("load-to-use latency of a DRAM access")
+    l2_latency_cycles: Cycles = _f("load-to-use latency of an L2 hit")
+    sm_bytes_per_cycle: BytesPerCycle = _f("most bytes one SM moves to and from L2 per cycle")
+    launch_overhead_us: Micros = _f("gap between back-to-back kernel launches")
+    first_launch_us: Micros = _f("what timing events see of the first launch of a sequence, beyond its blocks' "
                                 "work (event to first block start, last block end to event)", 0.0)
-    tb_dispatch_latency_cycles: int = _f("from a slot freeing to the next block running")
-    tb_dispatch_interval_cycles: float = _f("the block scheduler hands out one block per this many cycles")
-    atomic_latency_cycles: int = _f("a global atomic round trip")
-    spin_poll_cycles: int = _f("one poll of a dependency counter (an L2 round trip)")
+    tb_dispatch_latency_cycles: Cycles = _f("from a slot freeing to the next block running")
+    tb_dispatch_interval_cycles: float_in(0.0, 1e6, above=True) = _f("the block scheduler hands out one block per this many cycles")
+    atomic_latency_cycles: Cycles = _f("a global atomic round trip")
+    spin_poll_cycles: Cycles = _f("one poll of a dependency counter (an L2 round trip)")
     # model constants: what calibration fits
-    dram_efficiency: float = _f("achievable fraction of dram_gbps", 0.9)
-    l2_efficiency: float = _f("achievable fraction of l2_gbps", 0.8)
-    l2_usable_fraction: float = _f("fraction of L2 that holds reusable data (the rest: streaming, set conflicts)", 0.75)
-    compute_efficiency: dict = _f("achieved fraction of FP32 peak per task type", {})
-    gemm_half_efficiency_channels: float = _f(
+    dram_efficiency: Efficiency = _f("achievable fraction of dram_gbps", 0.9)
+    l2_efficiency: Efficiency = _f("achievable fraction of l2_gbps", 0.8)
+    l2_usable_fraction: Efficiency = _f("fraction of L2 that holds reusable data (the rest: streaming, set conflicts)", 0.75)
+    compute_efficiency: dict[OpName, Efficiency] = _f("achieved fraction of FP32 peak per task type", {})
+    gemm_half_efficiency_channels: float_in(0.0, 1e6) = _f(
         "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
         "cost as many channels of main loop", 0.0)
-    task_overhead_cycles: int = _f("per megakernel block: ticket, task-map read, the counter atomic (non-fused blocks have none)", 0)
-    block_launch_cycles: float = _f(
+    task_overhead_cycles: int_in(0, 10**8) = _f("per megakernel block: ticket, task-map read, the counter atomic (non-fused blocks have none)", 0)
+    block_launch_cycles: float_in(0.0, 1e8) = _f(
         "of a new block's start (dispatch latency aside), the part that only a new block pays: its launch "
         "and prologue, within task_overhead_cycles. A persistent block's next task skips it", 0.0)
-    block_bytes_per_cycle: dict = _f(
+    block_bytes_per_cycle: dict[OpName, BytesPerCycle] = _f(
         "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
         "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
-    dram_access_efficiency: dict = _f(
+    dram_access_efficiency: dict[OpName, Efficiency] = _f(
         "per task type, the fraction of the streaming DRAM rate its access pattern reaches (a transform writes "
         "alpha^2 strided streams at once); its DRAM bytes cost 1/this on the shared DRAM queue. Missing: 1", {})
-    step_cycles: dict = _f(
+    step_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, the latency of one serial step of a block (a transform's round of items, a GEMM's "
         "channel step: `megasim.contract.work.serial_steps`); a block takes at least its steps times this. "
         "Missing: 0", {})
-    block_work_cv: float = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
+    block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
-    sources: dict = _f("where each figure came from", {})
+    sources: dict[Text, Text] = _f("where each figure came from", {})
 
     @property
     def dram_bytes_per_cycle(self) -> float:
@@ -102,30 +125,44 @@ class GPUSpec:
         return replace(self, **model)
 
 
-NON_NEGATIVE = {"task_overhead_cycles", "block_launch_cycles", "gemm_half_efficiency_channels", "block_work_cv", "first_launch_us",
-                "launch_overhead_us"}
+SECTIONS = ("hardware", "model", "sources")
 
 
 def gpu_from_dict(data: dict, name: str, origin: str) -> GPUSpec:
-    flat = {"name": name, **data.get("hardware", {}), **data.get("model", {}),
-            "sources": data.get("sources", {})}
-    known = {f.name for f in fields(GPUSpec)}
-    unknown = set(flat) - known
-    if unknown:
-        raise MegasimError(f"{origin}: unknown field(s) {sorted(unknown)}")
+    """A spec file's tables -> a checked `GPUSpec`; anything wrong is one MegasimError naming the field."""
+    sections = {k: data.get(k, {}) for k in SECTIONS}
+    odd = sorted(set(data) - set(SECTIONS)) + [f"[{k}]" for k, v in sections.items() if not isinstance(v, dict)]
+    if odd:
+        raise MegasimError(f"{origin}: a GPU spec has the tables [hardware], [model] and [sources]; "
+                           f"not {', '.join(map(str, odd))}")
+    for section in ("hardware", "model"):
+        check_model_fields(sections[section], origin, section)
+    flat = {"name": name, **sections["hardware"], **sections["model"], "sources": sections["sources"]}
     missing = sorted(f.name for f in fields(GPUSpec)
                      if f.name not in flat and f.default is MISSING and f.default_factory is MISSING)
     if missing:
         raise MegasimError(f"{origin}: missing field(s) {missing}")
-    if "first_wave_lead_sms" in flat:
-        flat["first_wave_lead_sms"] = tuple(flat["first_wave_lead_sms"])
-    try:
-        spec = GPUSpec(**flat)
-    except TypeError as exc:
-        raise MegasimError(f"{origin}: {exc}") from None
-    for f in fields(GPUSpec):
-        v = getattr(spec, f.name)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and f.name not in NON_NEGATIVE and v <= 0:
-            raise MegasimError(f"{origin}: {f.name} must be positive, got {v}")
+    return check_spec(parse(GPUSpec, flat, origin), origin)
+
+
+def check_model_fields(values: dict, origin: str, section: str) -> None:
+    """One [hardware] or [model] table, of a spec or of a profile over one: known names, each in its range."""
+    unknown = set(values) - {f.name for f in fields(GPUSpec)}
+    if unknown:
+        raise MegasimError(f"{origin}: unknown field(s) {sorted(unknown)} in [{section}]")
+    for key, value in values.items():
+        parse(_field_type(key), value, origin, (f"[{section}] {key}",))
+
+
+def check_spec(spec: GPUSpec, origin: str) -> GPUSpec:
+    """What one field's range cannot say: the dispatch pattern's SM ids exist, once each."""
+    lead = spec.first_wave_lead_sms
+    if any(sm >= spec.sm_count for sm in lead) or len(set(lead)) != len(lead):
+        raise MegasimError(f"{origin}: first_wave_lead_sms must be distinct SM ids in 0..{spec.sm_count - 1}, "
+                           f"got {list(lead)}")
     return spec
 
+
+@lru_cache(maxsize=None)
+def _field_type(name: str) -> TypeAdapter:
+    return TypeAdapter(get_type_hints(GPUSpec, include_extras=True)[name])

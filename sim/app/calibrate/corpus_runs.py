@@ -18,6 +18,7 @@ from rich.progress import Progress
 from megasim.app.calibrate.corpus import CorpusShape, generate
 from megasim.app.calibrate.gpu_runs import DEFAULT_PARAMS, nonfused_reference, run_record
 from megasim.contract.errors import MegasimError
+from megasim.contract.files import read_text
 
 CORPUS_MODES = ("static", "persistent")
 CORPUS_MAPPINGS = (("paper", DEFAULT_PARAMS), ("random_topo", {"seed": 1}))
@@ -28,7 +29,7 @@ def done_shapes(path: Path) -> set[str]:
     if not path.exists():
         return set()
     names = set()
-    for line in path.read_text().splitlines():
+    for line in read_text(path).splitlines():
         try:
             names.add(json.loads(line)["shape"])
         except (ValueError, KeyError, TypeError):

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Annotated, Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from megasim.contract.files import write_then_rename
 from megasim.gpu.backend import kernel_build_hash
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
-from megasim.contract.spec import GPUSpec
+from megasim.contract.schema import Text, float_in, int_in, parse
+from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
 from megasim.app.catalog import SCENARIOS, load_gpu
 
 SECTIONS = ("profile", "hardware", "model", "fit", "uncertainty")
@@ -56,15 +60,57 @@ def profile_path(gpu: str, root: Path = SCENARIOS) -> Path:
     return root / "calibrations" / f"{gpu.lower()}.toml"
 
 
+class _Header(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    gpu: Annotated[str, Strict(), Field(min_length=1)]
+    kernel_build: Text = ""
+    revalidated_builds: list[Text] = []
+    measurements: list[Text] = []
+
+
+Finite = float_in(-1e6, 1e6)
+
+
+class _Uncertainty(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    coverage: float_in(0.0, 1.0, above=True)
+    heldout_runs: int_in(0, 10**9) = 0
+    fused_ratio: tuple[float_in(0.0, 1e6, above=True), float_in(0.0, 1e6, above=True)]
+    nonfused_ratio: tuple[float_in(0.0, 1e6, above=True), float_in(0.0, 1e6, above=True)]
+    margin_error: tuple[Finite, Finite]
+
+
+class _ProfileDoc(BaseModel):
+    """The file's shape; [hardware] and [model] are checked field by field against `GPUSpec`'s types."""
+    model_config = ConfigDict(extra="forbid")
+    profile: _Header
+    hardware: dict[Text, Any]
+    model: dict[Text, Any]
+    fit: dict[Text, Any]
+    uncertainty: Optional[_Uncertainty] = None
+
+
 def load_profile(path) -> CalibrationProfile:
+    """A profile file, checked: its sections, every value's type and range, and its GPU's SM ids."""
     path = Path(path)
     data = read_toml(path)
+    lacking = [s for s in SECTIONS[:4] if s not in data]
     extra = set(data) - set(SECTIONS)
-    if extra or "profile" not in data or "gpu" not in data["profile"]:
-        raise MegasimError(f"{path}: a calibration profile has [profile] (with gpu), [hardware], [model], [fit]")
+    if extra or lacking or not isinstance(data["profile"], dict) or "gpu" not in data["profile"]:
+        raise MegasimError(f"{path}: a calibration profile has [profile] (with gpu), [hardware], [model], [fit]"
+                           f"{'; missing ' + ', '.join(f'[{s}]' for s in lacking) if lacking else ''}")
+    parse(_ProfileDoc, data, str(path))
+    for section in ("hardware", "model"):
+        check_model_fields(data[section], str(path), section)
     prov = dict(data["profile"])
-    return CalibrationProfile(gpu=prov.pop("gpu"), hardware=data.get("hardware", {}), model=data.get("model", {}),
-                              provenance=prov, fit=data.get("fit", {}), uncertainty=data.get("uncertainty", {}))
+    profile = CalibrationProfile(gpu=prov.pop("gpu"), hardware=data["hardware"], model=data["model"],
+                                 provenance=prov, fit=data["fit"], uncertainty=data.get("uncertainty", {}))
+    try:
+        base = load_gpu(profile.gpu)
+    except MegasimError as exc:
+        raise MegasimError(f"{path}: [profile] gpu: {exc}") from None
+    check_spec(base.with_model(**profile.hardware, **profile.model), str(path))
+    return profile
 
 
 def _toml_value(v) -> str:
@@ -113,7 +159,10 @@ def gpu_for_simulation(name: str, uncalibrated: bool = False) -> tuple[GPUSpec, 
         why = "--uncalibrated" if uncalibrated else "no calibration profile"
         return spec, f"model: datasheet spec scenarios/gpus/{spec.name}.toml ({why})"
     profile = load_profile(path)
-    note = (f"model: calibrated profile {path.relative_to(SCENARIOS.parent)} "
+    if profile.gpu.lower() != spec.name.lower():
+        raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
+    shown = path.relative_to(SCENARIOS.parent) if SCENARIOS.parent in path.parents else path
+    note = (f"model: calibrated profile {shown} "
             f"(kernel build {profile.provenance.get('kernel_build', '?')}, {profile.provenance.get('date', '?')})")
     stale = profile.stale()
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else "")

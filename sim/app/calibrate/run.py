@@ -10,6 +10,7 @@ from pathlib import Path
 
 from megasim.gpu.backend import kernel_build_hash
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
+from megasim.app.calibrate.measurements import load_runs
 from megasim.app.calibrate.metrics import summarise
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
@@ -38,10 +39,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
-    micro, runs_doc = read_json(paths["micro"]), read_json(paths["runs"])
-    runs = runs_doc.get("runs")
-    if not isinstance(runs, list) or not runs:
-        raise MegasimError(f"{paths['runs']}: no runs")
+    micro = read_json(paths["micro"])
+    header, runs = load_runs(paths["runs"])
     corpus = corpus_runs(paths["corpus"])
     hw, model = hardware_overrides(micro, spec)
     if paths["trace"].exists():
@@ -58,7 +57,6 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
                                  gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
-    header = runs_doc.get("header", {})
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
@@ -127,24 +125,28 @@ def corpus_section(summary: dict) -> list[str]:
 
 def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None,
                      corpus: bool = False) -> dict:
+    """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace."""
+    if not isinstance(jobs, int) or jobs < 1:
+        raise MegasimError(f"--jobs must be a positive number of worker processes, got {jobs}")
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
-    doc = read_json(measurements)
-    rows = predict_runs(doc["runs"], spec, jobs)
+    _, runs = load_runs(measurements)
+    gpu = profile.gpu
+    trace_path, micro_path = (raw_paths(Path(measurements).parent, gpu)[k] for k in ("trace", "micro"))
+    trace = read_json(trace_path) if trace_path.exists() else None
+    micro = read_json(micro_path) if micro_path.exists() else None
+    rows = predict_runs(runs, spec, jobs)
     summary = summarise(rows)
     interval = Uncertainty.from_rows(rows)
     if interval is not None and interval.to_dict() != profile.uncertainty:
         save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
         log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
     out = Path(out_dir)
-    gpu = profile.gpu
     figures = {"scatter": f"figures/calibration_scatter_{gpu}.png"}
     plot_scatter(rows, out / figures["scatter"], gpu)
     extra = []
-    trace_path = raw_paths(Path(measurements).parent, gpu)["trace"]
-    if trace_path.exists():
+    if trace is not None:
         from megasim.app.plot import plot_timeline_pair
-        trace = read_json(trace_path)
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
         figures["overlay"] = f"figures/calibration_trace_{gpu}.png"
@@ -155,9 +157,8 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     if corpus and corpus_path.exists():
         extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log)
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
-    micro_path = raw_paths(Path(measurements).parent, gpu)["micro"]
-    if micro_path.exists():
-        extra += _dispatch_section(read_json(micro_path), spec)
+    if micro is not None:
+        extra += _dispatch_section(micro, spec)
     import json
     from megasim.contract.files import write_then_rename
     with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:

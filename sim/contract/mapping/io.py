@@ -6,21 +6,52 @@ other graph, listing the fields that differ. It also carries the scheduling
 mode it was chosen for (`search` picks one), which readers take as their
 default; the order itself runs in any mode, and files from before modes
 were recorded mean static, the only mode there was.
+
+Reading checks every field's type and range before anything is built
+(`MappingFile`): an order of floats or strings, a task id past int64, a
+string variant or a params that is not a table is one line naming the field.
+Whether the order is a legal schedule of the graph is `validate`'s question.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from typing import Annotated, Any
+
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from megasim.contract.files import read_json, write_then_rename
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
-from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
 from megasim.contract.scheduling import MODES, check_mode
+from megasim.contract.schema import Dimension, Int64, Text, one_of, parse
 
 SCHEMA = 1
+
+
+class LayerDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Text = "custom"
+    n: Dimension
+    c: Dimension
+    h: Dimension
+    w: Dimension
+    k: Dimension
+
+
+class MappingFile(BaseModel):
+    """What a mapping file must hold; other keys (a search's score, say) ride along unchecked."""
+    model_config = ConfigDict(extra="allow")
+    layer: LayerDoc
+    variant: one_of(VARIANTS)
+    partition: dict[Text, Dimension]
+    mode: Text = MODES[0]
+    strategy: Text = "file"
+    params: dict[Text, Any] = {}
+    order: Annotated[list[Int64], Field(fail_fast=True)]  # one bad id is enough to refuse a million
 
 
 def describe(graph) -> dict:
@@ -38,9 +69,11 @@ def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None, mode:
 
 
 def read_mapping_file(path) -> dict:
+    """A mapping file's document, every field checked (`MappingFile`); not yet checked against a graph."""
     doc = read_json(path)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("order"), list):
         raise MegasimError(f"{path}: not a schema-{SCHEMA} mapping file (needs schema, layer, variant, partition, order)")
+    parse(MappingFile, doc, str(path))
     return doc
 
 

@@ -8,6 +8,7 @@ import heapq
 
 import numpy as np
 
+from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER
 from megasim.contract.mapping.base import strategy
 from megasim.contract.options import option
@@ -16,6 +17,10 @@ from megasim.contract.options import option
 @dataclass(frozen=True)
 class RandomTopoOptions:
     seed: int = option(0, "seed of the random draw among ready tasks", search=(0, 1, 2, 3, 4, 5, 6, 7))
+
+    def __post_init__(self):
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise MegasimError(f"random_topo mapping: seed must be an integer >= 0, got {self.seed!r}")
 
 
 @strategy("random_topo", RandomTopoOptions)

@@ -1,0 +1,67 @@
+"""Measured runs (`<gpu>_runs.json`), checked whole before any run is simulated.
+
+`megasim validate` and `megasim calibrate` spend minutes simulating every run,
+so a bad run found on the way (a string time, a missing layer) used to end
+them after the work, with a traceback. `load_runs` checks every run first,
+field by field with pydantic, then what the fields name: the partition's
+fields, the strategy and its options. It returns the runs as the plain dicts
+the predictors take, unchanged.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.files import read_json
+from megasim.contract.mapping import MAPPINGS
+from megasim.contract.mapping.io import LayerDoc
+from megasim.contract.problem import VARIANTS, Layer, Partition
+from megasim.contract.scheduling import check_mode
+from megasim.contract.schema import Dimension, Text, float_in, one_of, parse
+
+Micros = float_in(0.0, 1e9, above=True)
+
+
+class _NamedLayer(LayerDoc):
+    name: Text
+
+
+class Run(BaseModel):
+    """One measured run: the problem, the mapping, its split and the measured times."""
+    model_config = ConfigDict(extra="allow")
+    layer: _NamedLayer
+    variant: one_of(VARIANTS) = 4
+    partition: dict[Text, Dimension]
+    strategy: Text
+    params: dict[Text, Any] = {}
+    mode: Text = "static"
+    split: Literal["train", "heldout"]
+    fused_us: Micros
+    nonfused_us: Micros
+    nonfused_kernels_us: Optional[list[Micros]] = Field(default=None, min_length=4, max_length=4)
+
+
+class RunsFile(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    header: dict[Text, Any] = {}
+    runs: list[Run] = Field(min_length=1)
+
+
+def load_runs(path) -> tuple[dict, list[dict]]:
+    """(header, runs) of a runs file, every run checked; anything wrong is one MegasimError naming the run."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or "runs" not in doc:
+        raise MegasimError(f"{path}: not a runs file (a JSON object with \"runs\": [...], one per measured run)")
+    parse(RunsFile, doc, str(path))
+    for i, run in enumerate(doc["runs"]):
+        where = f"{path}: runs[{i}]"
+        try:
+            Layer(**run["layer"])
+            Partition.from_dict(run["partition"])
+            check_mode(run.get("mode", "static"))
+            MAPPINGS.get(run["strategy"]).make_options(run.get("params", {}))
+        except MegasimError as exc:
+            raise MegasimError(f"{where}: {exc}") from None
+    return doc.get("header", {}), doc["runs"]
