@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -86,20 +87,54 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None) -> dict:
+def measured_gpu(doc: dict) -> str | None:
+    """The short name ("h200") of the GPU a runs file was measured on, from its header; None if unsaid."""
+    from megasim.gpu.microbench_stats import gpu_short_name
+    device = doc.get("header", {}).get("device") if isinstance(doc.get("header"), dict) else None
+    return gpu_short_name(device) if isinstance(device, str) and device else None
+
+
+def check_same_gpu(profile, profile_path, doc: dict, measurements, allow_other: bool = False) -> bool:
+    """Whether the runs were measured on the profile's GPU; refuse the mix unless `allow_other` (a transfer
+    study), where the MAPE is another question: how a profile carries to another GPU."""
+    measured = measured_gpu(doc)
+    if measured is None or measured == profile.gpu.lower():
+        return True
+    if not allow_other:
+        raise MegasimError(f"{profile_path} is the {profile.gpu} profile but {measurements} was measured on "
+                           f"{doc['header']['device']}; give that GPU's profile, or --allow-other-gpu for a "
+                           "transfer study")
+    return False
+
+
+def _record_intervals(profile, profile_path, interval, same_gpu: bool, log) -> None:
+    """Store the held-out intervals in the profile, when they are its own GPU's and it can be written."""
+    if interval is None or interval.to_dict() == profile.uncertainty:
+        return
+    if not same_gpu:
+        log(f"not recording intervals from another GPU's runs in {profile_path}")
+    elif not os.access(profile_path, os.W_OK):
+        log(f"{profile_path} is read-only: its intervals are left as they were")
+    else:
+        save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
+        log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
+
+
+def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: int = 2, log=print, report=None,
+                     allow_other_gpu: bool = False) -> dict:
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
     doc = read_json(measurements)
+    same_gpu = check_same_gpu(profile, profile_path, doc, measurements, allow_other_gpu)
     rows = predict_runs(doc["runs"], spec, jobs)
     summary = summarise(rows)
     interval = Uncertainty.from_rows(rows)
-    if interval is not None and interval.to_dict() != profile.uncertainty:
-        save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
-        log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
+    _record_intervals(profile, profile_path, interval, same_gpu, log)
     out = Path(out_dir)
+    report_path = Path(report) if report else out / "calibration.md"
     gpu = profile.gpu
-    figures = {"scatter": f"figures/calibration_scatter_{gpu}.png"}
-    plot_scatter(rows, out / figures["scatter"], gpu)
+    figures = {"scatter": out / f"figures/calibration_scatter_{gpu}.png"}
+    plot_scatter(rows, figures["scatter"], gpu)
     extra = []
     trace_path = raw_paths(Path(measurements).parent, gpu)["trace"]
     if trace_path.exists():
@@ -107,10 +142,10 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
         trace = read_json(trace_path)
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
-        figures["overlay"] = f"figures/calibration_trace_{gpu}.png"
-        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
+        figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
+        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
-                  f"![trace overlay]({figures['overlay']})", ""]
+                  f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     micro_path = raw_paths(Path(measurements).parent, gpu)["micro"]
     if micro_path.exists():
@@ -120,11 +155,17 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
-    option = f" --report {report}" if report else ""
-    report = Path(report) if report else out / "calibration.md"
-    write_report(report, gpu, str(profile_path), summary, rows, figures, extra, option)
-    log(f"wrote {report}")
+    command = (f"megasim validate --profile {profile_path} --measurements {measurements} --out {out_dir}"
+               + (f" --report {report}" if report else "") + (" --allow-other-gpu" if not same_gpu else ""))
+    write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
+                 extra)
+    log(f"wrote {report_path}")
     return summary
+
+
+def _link(figure: Path, report: Path) -> str:
+    """`figure` as the report links it: relative to the report's folder."""
+    return Path(os.path.relpath(figure, report.parent)).as_posix()
 
 
 def _interval_section(interval) -> list[str]:
