@@ -70,7 +70,7 @@ def _probe(user, folder: Path) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=".megasim-probe-", dir=folder)
     except OSError as exc:
-        raise MegasimError(f"{user}: cannot write there: {exc.strerror}") from None
+        raise MegasimError(f"{user}: cannot write in {folder}: {exc.strerror}") from None
     os.close(fd)
     os.unlink(tmp)
 
