@@ -19,7 +19,7 @@ from megasim.contract.options import declared
 
 def add_choice_args(p) -> None:
     """--strategy, --opt and --mapping; `add_option_flags` comes once the command's own flags are in."""
-    p.add_argument("--strategy", default="paper", help="mapping strategy (megasim mappings lists them)")
+    p.add_argument("--strategy", help="mapping strategy (megasim mappings lists them; default paper)")
     p.add_argument("--opt", action="append", metavar="NAME=VALUE",
                    help="an option of the strategy or policy (repeatable; megasim mappings lists them)")
     p.add_argument("--mapping", help="a mapping JSON file (from megasim search); overrides --strategy")
@@ -74,6 +74,9 @@ def options_from_args(args) -> tuple[dict, dict]:
         policy = DISPATCH_POLICIES.get(args.policy)
     assigned = _assignments(args)
     theirs = policy.names() if policy else []
+    if getattr(args, "replay_trace", None) and "trace" not in theirs:
+        raise MegasimError(f"--replay-trace is the replay policy's trace; add --policy replay "
+                           f"(the policy is {getattr(args, 'policy', None)})")
     unknown = sorted(set(assigned) - set(strategy.names()) - set(theirs))
     if unknown:
         takes = [f"{e.label} takes {', '.join(e.names()) or 'none'}" for e in (strategy, policy) if e]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
@@ -34,37 +36,32 @@ def _problem_args(p):
     add_choice_args(p)
 
 
+def _problem(args, gpu_name: str):
+    """(layer, variant, partition, mode) from a mapping file, or from --layer/--shape, --variant and the
+    GPU's partition table."""
+    if args.mapping:
+        from megasim.app.mapping_flags import problem_from_mapping_file
+        layer, variant, partition, mode = problem_from_mapping_file(args)
+        return layer, variant, partition, args.mode or mode
+    from megasim.app.catalog import partition_for
+    from megasim.contract.problem import WinogradVariant
+    layer = _layer(args)
+    variant = WinogradVariant(args.variant) if args.variant is not None else WinogradVariant()
+    return layer, variant, partition_for(layer, gpu_name, args.partition), args.mode or MODES[0]
+
+
 def cmd_simulate(args) -> int:
     from megasim.app.calibrate.profile import gpu_for_simulation, uncertainty_for
-    from megasim.contract.problem import WinogradVariant
+    from megasim.app.outputs import write_simulation_outputs
     from megasim.app.report import print_call, print_simulation
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
-    doc, mode = {}, args.mode
-    if args.mapping:
-        from megasim.contract.mapping.io import mode_of, read_mapping_file
-        doc = read_mapping_file(args.mapping)
-        mode = mode or mode_of(doc, args.mapping)
-    layer = None if args.mapping and not (args.layer or args.shape) else _layer(args)
-    if layer is None:
-        from megasim.contract.mapping.io import problem_of
-        layer, variant, partition = problem_of(doc, args.mapping)
-    else:
-        from megasim.app.catalog import partition_for
-        variant = WinogradVariant(args.variant if args.variant is not None else doc.get("variant", WinogradVariant().m))
-        partition = partition_for(layer, gpu.name, args.partition)
+    layer, variant, partition, mode = _problem(args, gpu.name)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode or MODES[0])
-    if args.trace:
-        from megasim.app.perfetto import write_trace
-        write_trace(result.fused.records, args.trace, {"layer": layer.name, "gpu": gpu.name, **result.params})
-    if args.plot:
-        from megasim.app.plot import plot_timeline
-        plot_timeline(result.fused.records, args.plot,
-                      title=f"{layer.name} on {gpu.name}: megakernel, {mapping.strategy} {result.params}",
-                      num_sms=gpu.sm_count, utilisation=result.fused.utilisation(gpu))
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
+    written = write_simulation_outputs(args, result, layer, gpu, mapping)
     interval = uncertainty_for(args.gpu, args.uncalibrated)
     call = interval.call(result.fused.time_us, result.nonfused.time_us) if interval else None
     if args.json:
@@ -73,7 +70,9 @@ def cmd_simulate(args) -> int:
         print_simulation(graph, gpu, result)
         if call:
             print_call(call)
-        print(model_note)
+        print(f"model: {model_note}")
+    for line in written:
+        print(line, file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -123,7 +122,7 @@ def cmd_validate(args) -> int:
     profile, measurements = validate_paths(args.gpu, args.profile, args.measurements)
     log = (lambda *_: None) if args.json else print
     summary = validate_profile(profile, measurements, args.out, args.jobs, log=log, report=args.report,
-                               corpus=args.corpus)
+                               allow_other_gpu=args.allow_other_gpu, corpus=args.corpus)
     if args.json:
         print(json.dumps(headline(summary, profile, measurements), default=float))
     return 0
@@ -168,21 +167,34 @@ def _calibration_commands(sub) -> None:
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
     cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
     cal.set_defaults(func=cmd_calibrate)
-    val = sub.add_parser("validate", help="predict every measured run under a profile; write docs/calibration.md")
+    val = sub.add_parser("validate", help="predict every measured run under a profile; write a report")
     val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")
     val.add_argument("--profile", help="profile TOML (default: the --gpu's committed one)")
     val.add_argument("--measurements", help="runs JSON (default: the --gpu's committed scenarios/calibrations/raw one)")
     val.add_argument("--json", action="store_true", help="print the held-out and training MAPE and the summary as JSON")
-    val.add_argument("--out", default="docs", help="folder for figures/ and results/calibration/")
+    val.add_argument("--out", default="out/validate",
+                     help="folder for the report, figures/ and results/calibration/ (default out/validate; "
+                          "--out docs rewrites the committed report)")
     val.add_argument("--report", help="the report's path (default <out>/calibration.md)")
+    val.add_argument("--allow-other-gpu", action="store_true",
+                     help="validate against runs measured on another GPU (a transfer study); refused otherwise")
     val.add_argument("--jobs", type=int, default=2)
     val.add_argument("--corpus", action="store_true",
                      help="also predict the held-out generated corpus shapes (<gpu>_corpus.jsonl beside the measurements)")
     val.set_defaults(func=cmd_validate)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("megasim")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="megasim", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"megasim {_version()}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
     _problem_args(sim)
@@ -191,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
-    sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
+    sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg)")
     sim.add_argument("--uncalibrated", action="store_true",
                      help="use the datasheet spec even where a calibrated profile exists")
     sim.set_defaults(func=cmd_simulate)
@@ -237,7 +249,7 @@ def main(argv=None) -> int:
         if getattr(args, "command", None) == "calibrate" and args.out is None:
             from megasim.app.calibrate.profile import profile_path
             args.out = str(profile_path(args.gpu))
-        return args.func(args)
+        return _run(args)
     except MegasimError as exc:
         print(f"megasim: error: {exc}", file=sys.stderr)
         return 2
@@ -246,6 +258,22 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _run(args) -> int:
+    """The command, its outputs checked first and renamed into place only if it finishes; a reader that
+    closes the pipe early (`megasim layers | head -1`) ends it quietly, as it would `cat`."""
+    from megasim.app.outputs import preflight
+    from megasim.contract.writing import all_or_nothing
+    with all_or_nothing():
+        preflight(args)
+        try:
+            rc = args.func(args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 128 + signal.SIGPIPE
+    return rc
 
 
 if __name__ == "__main__":

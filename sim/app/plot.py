@@ -13,19 +13,19 @@ a second or two. Every figure goes to a temporary file renamed into place.
 """
 from __future__ import annotations
 
-import heapq
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from pathlib import Path  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from megasim.contract.files import write_then_rename  # noqa: E402
-from megasim.app.perfetto import op_name  # noqa: E402
+from megasim.app.outputs import FIGURE_FORMATS  # noqa: E402
+from megasim.app.perfetto import op_name, resident_slots  # noqa: E402
 from megasim.contract.problem import Op  # noqa: E402
 
 OP_COLORS = {Op.FILTER_TRANSFORM: "#8e44ad", Op.INPUT_TRANSFORM: "#2e86de",
@@ -40,29 +40,6 @@ def _wash(color, amount=0.6):
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount, 1.0)
 
 
-def _lanes(records: np.ndarray) -> tuple[np.ndarray, int]:
-    """Per block, the lowest slot on its SM free at its start; and the most slots any SM used."""
-    lane = np.zeros(len(records), dtype=np.int32)
-    order = np.lexsort((records["start_us"], records["sm"]))
-    sms, starts, ends = records["sm"][order], records["start_us"][order], records["end_us"][order]
-    most, i = 1, 0
-    while i < len(order):
-        j = i
-        busy: list[tuple[float, int]] = []
-        free: list[int] = []
-        used = 0
-        while j < len(order) and sms[j] == sms[i]:
-            while busy and busy[0][0] <= starts[j]:
-                heapq.heappush(free, heapq.heappop(busy)[1])
-            slot = heapq.heappop(free) if free else used
-            used = max(used, slot + 1)
-            heapq.heappush(busy, (ends[j], slot))
-            lane[order[j]] = slot
-            j += 1
-        most, i = max(most, used), j
-    return lane, most
-
-
 def _bars(x0, x1, y0, height):
     """(n, 4, 2) rectangle vertices for PolyCollection."""
     verts = np.empty((len(x0), 4, 2))
@@ -75,7 +52,7 @@ def _bars(x0, x1, y0, height):
 
 def _draw_gantt(ax, records: np.ndarray, num_sms: int, label: str | None = None) -> None:
     if len(records):
-        lane, lanes = _lanes(records)
+        lane, lanes = resident_slots(records)
         height = 0.9 / lanes
         y0 = records["sm"] - 0.45 + lane * height
         hatch = "////" if len(records) < HATCH_BELOW else None
@@ -164,20 +141,26 @@ def _num_sms(num_sms, *record_sets) -> int:
     return max(seen) if seen else 1
 
 
-def save_png(fig, path, dpi: int = 110) -> None:
-    """Every figure megasim writes: a PNG renamed into place, and the figure closed."""
-    with write_then_rename(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, format="png")
-    plt.close(fig)
+def save_figure(fig, path, dpi: int = 110) -> None:
+    """Every figure megasim writes, renamed into place and closed: PDF or SVG where the name says so, else PNG."""
+    fmt = FIGURE_FORMATS.get(Path(path).suffix.lower(), "png")
+    try:
+        with write_then_rename(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, format=fmt)
+    finally:
+        plt.close(fig)
 
 
-def _summary(records: np.ndarray) -> str:
+def _summary(records: np.ndarray, time_us: float | None = None) -> str:
+    """Blocks, time and spin share; `time_us` is the kernel's time as `simulate`'s table prints it (with
+    launch and drain), else the last block's end."""
     if not len(records):
         return "no blocks"
     work = float((records["end_us"] - records["ready_us"]).sum())
     spin = float((records["ready_us"] - records["start_us"]).sum())
     share = spin / (work + spin) if work + spin > 0 else 0.0
-    return f"{len(records):,} blocks, makespan {records['end_us'].max():.1f} µs, spin {share:.0%} of block time"
+    time = f"megakernel {time_us:.1f} µs" if time_us is not None else f"makespan {records['end_us'].max():.1f} µs"
+    return f"{len(records):,} blocks, {time}, spin {share:.0%} of block time"
 
 
 def _draw_utilisation(ax, utilisation: dict) -> None:
@@ -191,8 +174,9 @@ def _draw_utilisation(ax, utilisation: dict) -> None:
 
 
 def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | None = None,
-                  utilisation: dict | None = None) -> None:
-    """Per-SM timeline above the task-type mix over time (and, if given, DRAM/FP32 utilisation); PNG to `path`."""
+                  utilisation: dict | None = None, time_us: float | None = None) -> None:
+    """Per-SM timeline above the task-type mix over time (and, if given, DRAM/FP32 utilisation) to `path`
+    (PNG, PDF or SVG by its extension); `time_us` is the time the title gives (see `_summary`)."""
     num_sms = _num_sms(num_sms, records)
     t_end = _end_us(records)
     rows = 3 if utilisation else 2
@@ -201,7 +185,8 @@ def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | Non
     top, bottom = axes[0], axes[1]
     _draw_gantt(top, records, num_sms)
     top.set_xlim(0, t_end)
-    top.set_title(f"{title}\n{_summary(records)}" if title else _summary(records), fontsize=11)
+    summary = _summary(records, time_us)
+    top.set_title(f"{title}\n{summary}" if title else summary, fontsize=11)
     top.legend(handles=_legend_handles(), loc="upper left", bbox_to_anchor=(1.005, 1.0),
                frameon=False, fontsize=9)
     _draw_mix(bottom, records, t_end)
@@ -209,7 +194,7 @@ def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | Non
         bottom.set_xlabel("")
         _draw_utilisation(axes[2], utilisation)
     fig.subplots_adjust(left=0.06, right=0.83, top=0.93, bottom=0.07)
-    save_png(fig, path)
+    save_figure(fig, path)
 
 
 def plot_timeline_pair(sim_records: np.ndarray, gpu_records: np.ndarray, path,
@@ -240,4 +225,4 @@ def plot_timeline_pair(sim_records: np.ndarray, gpu_records: np.ndarray, path,
         plt.Line2D([], [], color=SPIN_GREY, label="spinning")]
     a.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False, fontsize=9)
     fig.subplots_adjust(left=0.07, right=0.82, top=0.91, bottom=0.06)
-    save_png(fig, path)
+    save_figure(fig, path)

@@ -1,14 +1,30 @@
 """The short table `megasim simulate` prints."""
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
 from megasim.engine.simulate import floors_us
 
 
+class _Console(Console):
+    """A closed pipe is the CLI's to handle (quietly, exit 141), not rich's SystemExit(1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+def stdout_console() -> Console:
+    """Stdout's console: on a terminal, wrapped to its width; piped or redirected, lines kept whole, so
+    `megasim simulate | grep speedup` finds the whole sentence."""
+    tty = sys.stdout.isatty()
+    return _Console(soft_wrap=not tty, width=None if tty else 200)
+
+
 def print_simulation(graph, gpu, result, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or stdout_console()
     g, f, n = graph.geometry, result.fused, result.nonfused
     floors = floors_us(graph, gpu)
     head = (f"[bold]{graph.layer.name}[/] {graph.layer.shape()}  F({graph.variant.m}x{graph.variant.m},3x3)  "
@@ -32,7 +48,7 @@ def print_simulation(graph, gpu, result, console: Console | None = None) -> None
 
 def print_call(call: dict, console: Console | None = None) -> None:
     """The prediction intervals from the profile's held-out residuals, and the call they support."""
-    console = console or Console()
+    console = console or stdout_console()
     (f0, f1), (n0, n1), (m0, m1) = call["fused_interval_us"], call["nonfused_interval_us"], call["margin_interval"]
     console.print(f"{call['coverage']:.0%} intervals (held-out residuals): fused {f0:.1f}-{f1:.1f} us, non-fused "
                   f"{n0:.1f}-{n1:.1f} us, fusion margin {m0:+.1%} to {m1:+.1%}: [bold]{call['call']}[/]")

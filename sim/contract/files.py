@@ -3,14 +3,12 @@
 Files are read as bytes and decoded here, so a file that is not UTF-8 is one error naming the
 file and the offset of the first bad byte, never a UnicodeDecodeError from deep in a parser.
 
-Write-then-rename means an interrupted or failed write leaves nothing half-written.
+Write-then-rename means an interrupted or failed write leaves nothing half-written; it lives in
+`megasim.contract.writing` with the checks every output gets before a command starts.
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 try:
@@ -19,21 +17,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from megasim.contract.errors import MegasimError
-
-
-@contextmanager
-def write_then_rename(path):
-    """Yield a temporary path beside `path`; on success rename it over `path`."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from megasim.contract.writing import write_then_rename  # noqa: F401  (re-exported: every writer imports it here)
 
 
 def read_text(path) -> str:

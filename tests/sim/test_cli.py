@@ -98,7 +98,7 @@ def test_mapping_for_another_layer_is_refused(tmp_path, capsys):
     graph = build_graph(Layer(2, 32, 20, 20, 32))
     path = save_mapping(tmp_path / "m.json", graph, make(graph, "sequential"))
     rc, _, err = run(capsys, "simulate", "--mapping", str(path), "--layer", "ResNet-1")
-    assert rc == 2 and "another graph" in err
+    assert rc == 2 and "--layer ResNet-1 (64,64,56,56,64) conflicts with" in err
 
 
 def test_unwritable_trace_path_fails_cleanly(tmp_path, capsys):
@@ -118,8 +118,8 @@ def test_replay_policy_places_blocks_on_the_traced_sms(tmp_path, capsys):
     out = tmp_path / "t.json"
     rc, _, _ = run(capsys, "simulate", *SMALL, "--policy", "replay", "--replay-trace", str(path), "--trace", str(out))
     assert rc == 0
-    tids = {e["tid"] for e in json.loads(out.read_text())["traceEvents"] if e.get("ph") == "X"}
-    assert tids == {0, 1, 2}
+    sms = {e["args"]["sm"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "block"}
+    assert sms == {0, 1, 2}
     rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay", "--opt", f"trace={path}", "--json")
     assert rc == 0
     rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay")

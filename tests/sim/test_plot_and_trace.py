@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from megasim.app.perfetto import OP_CNAMES, write_trace
+from megasim.app.perfetto import OP_CNAMES, SLOTS_PER_SM, write_trace
 from megasim.app.plot import plot_timeline, plot_timeline_pair
 from megasim.contract.problem import Op
 from megasim.contract.records import TB_RECORD, empty_records
@@ -26,14 +26,16 @@ def synthetic(n: int, num_sms: int, slots: int = 2, seed: int = 0) -> np.ndarray
     return rec
 
 
-def test_trace_is_json_with_one_track_per_sm_used(tmp_path):
+def test_trace_is_json_with_tracks_for_the_slots_of_each_sm_used(tmp_path):
     rec = synthetic(600, num_sms=40)
     rec["sm"][rec["sm"] == 7] = 8  # SM 7 idle: it must get no track
     path = write_trace(rec, tmp_path / "trace.json", {"name": "H200", "layer": "ResNet-1"})
     doc = json.loads(path.read_text())
     events = doc["traceEvents"]
     tracks = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert tracks == set(np.unique(rec["sm"]).tolist()) and 7 not in tracks
+    sms = {tid // SLOTS_PER_SM for tid in tracks}
+    assert sms == set(np.unique(rec["sm"]).tolist()) and 7 not in sms
+    assert {e["tid"] for e in events if e["ph"] == "X"} == tracks
     assert len({e["pid"] for e in events}) == 1
     slices = [e for e in events if e["ph"] == "X"]
     spins = int((rec["ready_us"] > rec["start_us"]).sum())
@@ -47,10 +49,10 @@ def test_trace_slices_carry_times_colours_and_args(tmp_path):
     rec[0] = (5, 17, Op.GEMM, 3, 1.0, 2.0, 4.5, 10.0)
     doc = json.loads(write_trace(rec, tmp_path / "t.json").read_text())
     block, spin = [e for e in doc["traceEvents"] if e["ph"] == "X"]
-    assert (block["ts"], block["dur"], block["tid"]) == (2.0, 8.0, 3)
+    assert (block["ts"], block["dur"], block["tid"]) == (2.0, 8.0, 3 * SLOTS_PER_SM)
     assert (spin["ts"], spin["dur"]) == (2.0, 2.5)
     assert block["cname"] == OP_CNAMES[Op.GEMM]
-    assert block["args"] == {"block": 5, "task": 17, "op": "gemm", "dispatch_us": 1.0}
+    assert block["args"] == {"block": 5, "task": 17, "op": "gemm", "sm": 3, "dispatch_us": 1.0}
 
 
 def test_op_colours_are_distinct():

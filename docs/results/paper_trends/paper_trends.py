@@ -121,10 +121,10 @@ def plot(data: dict, out_dir) -> list[str]:
 
 
 def _save(fig, out_dir, name) -> str:
-    from megasim.app.plot import save_png
+    from megasim.app.plot import save_figure
     path = f"{out_dir}/{name}"
     fig.tight_layout()
-    save_png(fig, path)
+    save_figure(fig, path)
     return path
 
 

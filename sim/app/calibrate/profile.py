@@ -152,17 +152,18 @@ def uncertainty_for(name: str, uncalibrated: bool = False):
 
 
 def gpu_for_simulation(name: str, uncalibrated: bool = False) -> tuple[GPUSpec, str]:
-    """The spec `megasim simulate` uses, and one line saying which (and whether it is stale)."""
+    """The spec `megasim simulate` uses, and a note saying which (and whether it is stale); printed after
+    "model: ", and stored as it is in JSON."""
     spec = load_gpu(name)
     path = profile_path(spec.name)
     if uncalibrated or not path.exists():
         why = "--uncalibrated" if uncalibrated else "no calibration profile"
-        return spec, f"model: datasheet spec scenarios/gpus/{spec.name}.toml ({why})"
+        return spec, f"datasheet spec scenarios/gpus/{spec.name}.toml ({why})"
     profile = load_profile(path)
     if profile.gpu.lower() != spec.name.lower():
         raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
     shown = path.relative_to(SCENARIOS.parent) if SCENARIOS.parent in path.parents else path
-    note = (f"model: calibrated profile {shown} "
+    note = (f"calibrated profile {shown} "
             f"(kernel build {profile.provenance.get('kernel_build', '?')}, {profile.provenance.get('date', '?')})")
     stale = profile.stale()
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else "")

@@ -4,11 +4,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from megasim.gpu.backend import kernel_build_hash
+from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.measurements import load_runs
 from megasim.app.calibrate.metrics import summarise
@@ -94,43 +96,48 @@ def _shown(path: Path) -> Path:
         return path
 
 
-def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log) -> list[str]:
-    """The held-out corpus shapes under the profile: their predictions file and the report's section."""
-    from megasim.app.calibrate.corpus_eval import corpus_summary, predict_corpus
-    from megasim.contract.files import write_then_rename
-    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",))
-    summary = corpus_summary(rows)
-    with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:
-        tmp.write_text(json.dumps({"corpus": str(_shown(corpus_path)), "summary": summary, "rows": rows}, indent=1))
-    log(f"corpus: {summary['heldout']}")
-    return corpus_section(summary)
+def measured_gpu(doc: dict) -> str | None:
+    """The short name ("h200") of the GPU a runs file was measured on, from its header; None if unsaid."""
+    from megasim.gpu.microbench_stats import gpu_short_name
+    device = doc.get("header", {}).get("device") if isinstance(doc.get("header"), dict) else None
+    return gpu_short_name(device) if isinstance(device, str) and device else None
 
 
-def corpus_section(summary: dict) -> list[str]:
-    h = summary["heldout"]
-    lines = ["## Held-out corpus shapes (never fitted)", "",
-             "Generated shapes unlike the paper's: batch 1-256, C and K 3-1024, ragged and non-square, F(2)/F(4)/F(6) "
-             "(`scenarios/calibrations/raw/<gpu>_corpus.jsonl`). Targets from issue 12 in brackets.", "",
-             "| | value | target |", "|---|---|---|",
-             f"| shapes / fused runs | {h['shapes']} / {h['runs']} | |",
-             f"| fused MAPE | {h['fused_mape']:.1%} | <= 6% |",
-             f"| non-fused MAPE | {h['nonfused_mape']:.1%} | <= 6% |",
-             f"| winner right where the measured margin exceeds 3% | {h['winner_right']} of {h['decided_shapes']} | all |",
-             f"| predicted margin within 3 points of measured | {h['margin_within_3_points']} of {h['shapes']} | >= 90% |",
-             f"| shapes called fused, predicted / measured | {h['predicts_fusion_wins']} / {h['measured_fusion_wins']} | |",
-             "", "Fused MAPE by slice: " + ", ".join(f"{k} {v:.1%}" for k, v in summary["heldout_fused_mape_by_slice"].items()
-                                                   if v is not None) + ".", ""]
-    return lines
+def check_same_gpu(profile, profile_path, doc: dict, measurements, allow_other: bool = False) -> bool:
+    """Whether the runs were measured on the profile's GPU; refuse the mix unless `allow_other` (a transfer
+    study), where the MAPE is another question: how a profile carries to another GPU."""
+    measured = measured_gpu(doc)
+    if measured is None or measured == profile.gpu.lower():
+        return True
+    if not allow_other:
+        raise MegasimError(f"{profile_path} is the {profile.gpu} profile but {measurements} was measured on "
+                           f"{doc['header']['device']}; give that GPU's profile, or --allow-other-gpu for a "
+                           "transfer study")
+    return False
 
 
-def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, log=print, report=None,
-                     corpus: bool = False) -> dict:
+def _record_intervals(profile, profile_path, interval, same_gpu: bool, log) -> None:
+    """Store the held-out intervals in the profile, when they are its own GPU's and it can be written."""
+    if interval is None or interval.to_dict() == profile.uncertainty:
+        return
+    if not same_gpu:
+        log(f"not recording intervals from another GPU's runs in {profile_path}")
+    elif not os.access(profile_path, os.W_OK):
+        log(f"{profile_path} is read-only: its intervals are left as they were")
+    else:
+        save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
+        log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
+
+
+def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: int = 2, log=print, report=None,
+                     allow_other_gpu: bool = False, corpus: bool = False) -> dict:
     """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace."""
     if not isinstance(jobs, int) or jobs < 1:
         raise MegasimError(f"--jobs must be a positive number of worker processes, got {jobs}")
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
-    _, runs = load_runs(measurements)
+    header, runs = load_runs(measurements)
+    same_gpu = check_same_gpu(profile, profile_path, {"header": header}, measurements, allow_other_gpu)
     gpu = profile.gpu
     trace_path, micro_path = (raw_paths(Path(measurements).parent, gpu)[k] for k in ("trace", "micro"))
     trace = read_json(trace_path) if trace_path.exists() else None
@@ -138,37 +145,42 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     rows = predict_runs(runs, spec, jobs)
     summary = summarise(rows)
     interval = Uncertainty.from_rows(rows)
-    if interval is not None and interval.to_dict() != profile.uncertainty:
-        save_profile(replace(profile, uncertainty=interval.to_dict()), profile_path)
-        log(f"recorded the held-out {interval.coverage:.0%} intervals in {profile_path}")
+    _record_intervals(profile, profile_path, interval, same_gpu, log)
     out = Path(out_dir)
-    figures = {"scatter": f"figures/calibration_scatter_{gpu}.png"}
-    plot_scatter(rows, out / figures["scatter"], gpu)
+    report_path = Path(report) if report else out / "calibration.md"
+    figures = {"scatter": out / f"figures/calibration_scatter_{gpu}.png"}
+    plot_scatter(rows, figures["scatter"], gpu)
     extra = []
     if trace is not None:
         from megasim.app.plot import plot_timeline_pair
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
-        figures["overlay"] = f"figures/calibration_trace_{gpu}.png"
-        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
+        figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
+        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), figures["overlay"])
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
-                  f"![trace overlay]({figures['overlay']})", ""]
+                  f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
     if corpus and corpus_path.exists():
         extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log)
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     if micro is not None:
         extra += _dispatch_section(micro, spec)
-    import json
     from megasim.contract.files import write_then_rename
     with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
-    option = f" --report {report}" if report else ""
-    report = Path(report) if report else out / "calibration.md"
-    write_report(report, gpu, str(profile_path), summary, rows, figures, extra, option)
-    log(f"wrote {report}")
+    command = (f"megasim validate --profile {profile_path} --measurements {measurements} --out {out_dir}"
+               + (f" --report {report}" if report else "") + (" --allow-other-gpu" if not same_gpu else "")
+               + (" --corpus" if corpus else ""))
+    write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
+                 extra)
+    log(f"wrote {report_path}")
     return summary
+
+
+def _link(figure: Path, report: Path) -> str:
+    """`figure` as the report links it: relative to the report's folder."""
+    return Path(os.path.relpath(figure, report.parent)).as_posix()
 
 
 def _interval_section(interval) -> list[str]:

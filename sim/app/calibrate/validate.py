@@ -1,10 +1,11 @@
 """`megasim validate`: predict every measured run under a profile and write the report.
 
-Outputs, all reproducible on a CPU from committed data:
-- `docs/results/calibration/calibration_predictions_<gpu>.json`: per run, measured and predicted times;
-- `docs/figures/calibration_*_<gpu>.png`: predicted-vs-measured scatter, the measured per-block
+Outputs, all reproducible on a CPU from committed data, under `--out` (default `out/validate`;
+`--out docs` rewrites the committed ones):
+- `results/calibration/calibration_predictions_<gpu>.json`: per run, measured and predicted times;
+- `figures/calibration_*_<gpu>.png`: predicted-vs-measured scatter, the measured per-block
   timeline against the simulated one on the same SMs;
-- `docs/calibration.md`: the figures, MAPE, Spearman within layers, winner calls, regret.
+- `calibration.md` (or `--report`): the figures, MAPE, Spearman within layers, winner calls, regret.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def plot_scatter(rows, path, gpu: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
-    from megasim.app.plot import save_png
+    from megasim.app.plot import save_figure
     fig, ax = plt.subplots(figsize=(6.4, 6))
     for kind, marker, colour in (("fused", "o", "tab:blue"), ("nonfused", "s", "tab:orange")):
         for split, fill in (("train", True), ("heldout", False)):
@@ -79,7 +80,7 @@ def plot_scatter(rows, path, gpu: str) -> None:
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    save_png(fig, path)
+    save_figure(fig, path)
 
 
 def simulated_records(run: dict, spec, policy: str):
@@ -87,12 +88,12 @@ def simulated_records(run: dict, spec, policy: str):
     return SimpyInterpreter(spec, policy).run(graph_of(run), mapping_of(run)).records
 
 
-def write_report(path: Path, gpu: str, profile_path: str, summary: dict, rows: list[dict], figures: dict,
-                 extra_sections: list[str], report_option: str = "") -> None:
+def write_report(path: Path, gpu: str, command: str, summary: dict, rows: list[dict], figures: dict,
+                 extra_sections: list[str]) -> None:
+    """The report; `command` is the `megasim validate` line that wrote it, as given (its own paths)."""
     m = summary["mape"]
     lines = [f"# Calibration: {gpu.upper()}", "",
-             f"Reproduce on any CPU: `megasim validate --profile {profile_path} "
-             f"--measurements scenarios/calibrations/raw/{gpu}_runs.json{report_option}`. What the model still misses, and why: "
+             f"Reproduce on any CPU: `{command}`. What the model still misses, and why: "
              "[calibration-analysis.md](calibration-analysis.md).", "",
              "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
     for split in ("train", "heldout"):

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
+from megasim.contract.writing import check_writable, make_folders
 
 
 def _base_partition(layer, gpu_name: str, overrides: str | None):
@@ -40,7 +41,7 @@ def _print_outcome(table, result, space, storage, elapsed, model_note, written, 
     ref = result.reference or {}
     counts = {s: sum(1 for r in table if r["status"] == s) for s in ("ok", "rejected", "failed")}
     cached = sum(1 for r in table if r["cached"])
-    print(model_note)
+    print(f"model: {model_note}")
     print(f"study {result.study_name} ({storage})")
     print(f"{len(table)} evaluations: {counts['ok']} simulated or cached ({cached} cached), "
           f"{counts['rejected']} rejected, {counts['failed']} failed; {elapsed:.1f} s this run")
@@ -58,7 +59,16 @@ def _print_outcome(table, result, space, storage, elapsed, model_note, written, 
     print("wrote " + ", ".join(str(p) for p in written))
 
 
+def require_optuna() -> None:
+    """Search is an extra (`pip install -e ".[search]"`): without Optuna, one line, before anything is made."""
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise MegasimError('megasim search needs Optuna: pip install -e ".[search]" (or pip install optuna)') from None
+
+
 def search_main(args) -> int:
+    require_optuna()
     from megasim.app.calibrate.profile import gpu_for_simulation
     from megasim.app.catalog import resolve_layer
     from megasim.app.search import outputs
@@ -76,9 +86,10 @@ def search_main(args) -> int:
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     space = build_space(args.strategy, _base_partition(layer, gpu.name, args.partition), _overrides(args))
     out = Path(args.out or f"search-results/{layer.name}-{gpu.name}")
+    check_writable(out, folder=True)
     storage = args.storage or f"sqlite:///{out / 'study.db'}"
     if storage.startswith("sqlite:///"):
-        Path(storage[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+        make_folders(Path(storage[len("sqlite:///"):]).parent)
     variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
     problem = Problem(layer, variant, gpu, args.strategy, mode=mode)
     config = SearchConfig(method=args.method, budget=args.budget, jobs=args.jobs, scheduler=args.scheduler,

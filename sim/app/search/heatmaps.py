@@ -16,8 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from megasim.app.plot import save_png  # noqa: E402
+from megasim.app.plot import save_figure  # noqa: E402
 
+MIN_WIDTH_IN, MIN_HEIGHT_IN = 7.0, 4.6
 PAIRS = (("dig", "m", "D_IG", "heatmap_dig_m.png", "Fig. 9"),
          ("dgo", "m", "D_GO", "heatmap_dgo_m.png", "Fig. 10"))
 
@@ -45,7 +46,9 @@ def plot_pair(table, space, x, y, xlabel, path, title, reference=None):
     ref_us = (reference or {}).get("fused_us")
     shown = ref_us / best if ref_us else best
     finite = shown[np.isfinite(shown)]
-    fig, ax = plt.subplots(figsize=(1.4 + 1.05 * len(xs), 1.5 + 0.75 * len(ys)), constrained_layout=True)
+    # Never smaller than the title, the two-line x label and the y label need: a 2x2 space clipped them.
+    size = (max(MIN_WIDTH_IN, 1.4 + 1.05 * len(xs)), max(MIN_HEIGHT_IN, 1.5 + 0.75 * len(ys)))
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
     if ref_us and finite.size:
         # Diverging around 1.0: blue beats the paper default, red loses to it.
         span = max(abs(finite.max() - 1), abs(1 - finite.min()), 0.01)
@@ -81,7 +84,7 @@ def plot_pair(table, space, x, y, xlabel, path, title, reference=None):
     ax.set_title(title, fontsize=10)
     bar = fig.colorbar(im, ax=ax, shrink=0.9)
     bar.set_label("speedup over the paper default (best in cell)" if ref_us else "predicted fused time, us (best in cell)")
-    save_png(fig, path, dpi=130)
+    save_figure(fig, path, dpi=130)
     return path
 
 

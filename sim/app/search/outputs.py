@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
+from megasim.contract.writing import make_folders
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make, validate
 from megasim.contract.mapping.io import save_mapping
@@ -71,7 +72,7 @@ def bench_command(mapping_path) -> str:
 
 
 def write_table(table: list[dict], header: dict, out: Path) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    make_folders(out)
     csv_path, json_path = out / "evaluations.csv", out / "evaluations.json"
     columns = list(dict.fromkeys(k for r in table for k in r))
     with write_then_rename(csv_path) as tmp, open(tmp, "w", newline="") as fh:
