@@ -35,6 +35,9 @@ def _problem_args(p):
 
 
 def cmd_simulate(args) -> int:
+    if args.network:
+        from megasim.app.network_sim import simulate_network
+        return simulate_network(args)
     from megasim.app.calibrate.profile import gpu_for_simulation, uncertainty_for
     from megasim.contract.problem import WinogradVariant
     from megasim.app.report import print_call, print_simulation
@@ -136,8 +139,19 @@ def headline(summary: dict, profile, measurements) -> dict:
 
 
 def cmd_bench(args) -> int:
+    if args.network:
+        from megasim.app.bench_network import bench_network
+        return bench_network(args)
     from megasim.app.bench import bench_main
     return bench_main(args) or 0
+
+
+def _network_args(p, verb: str) -> None:
+    from megasim.app.network import MAPPINGS_HELP
+    p.add_argument("--network", help=f"{verb} every 3x3 stride-1 layer of a network from scenarios/networks "
+                                     "(megasim layers lists them); prints a per-layer table and count-weighted "
+                                     "totals, and lists the convolutions left out")
+    p.add_argument("--mappings", metavar="DIR", help="with --network: " + MAPPINGS_HELP)
 
 
 def cmd_search(args) -> int:
@@ -151,6 +165,8 @@ def _bench_args(p):
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--json", action="store_true")
+    _network_args(p, "measure")
+    p.add_argument("--plot", help="with --network: write the bar chart of each layer's time here")
     p.set_defaults(func=cmd_bench)
 
 
@@ -188,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
-    sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here")
+    sim.add_argument("--plot", help="write a per-SM timeline PNG of the megakernel here "
+                                    "(with --network: a bar chart of each layer's time)")
+    _network_args(sim, "simulate")
     sim.add_argument("--uncalibrated", action="store_true",
                      help="use the datasheet spec even where a calibrated profile exists")
     sim.set_defaults(func=cmd_simulate)
