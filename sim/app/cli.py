@@ -8,7 +8,7 @@ import sys
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.errors import MegasimError
-from megasim.contract.scheduling import MODES
+from megasim.contract.modes import MODES
 
 
 class _Parser(argparse.ArgumentParser):

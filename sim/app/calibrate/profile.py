@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
-from megasim.gpu.backend import kernel_build_hash
+from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
 from megasim.contract.spec import GPUSpec
