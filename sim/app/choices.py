@@ -88,9 +88,9 @@ def options_from_args(args) -> tuple[dict, dict]:
 def mapping_from_args(graph, args) -> Mapping:
     """The mapping `simulate` and `bench` run: a mapping file, or the strategy with its options."""
     from megasim.contract.mapping import make, validate
-    from megasim.contract.mapping.io import load_mapping
     strategy_options, _ = options_from_args(args)
     if getattr(args, "mapping", None):
+        from megasim.contract.mapping.io import load_mapping
         return load_mapping(args.mapping, graph)
     mapping = make(graph, getattr(args, "strategy", None) or "paper", **strategy_options)
     validate(graph, mapping)

@@ -146,12 +146,16 @@ def cmd_bench(args) -> int:
     return bench_main(args) or 0
 
 
+MAPPINGS_HELP = ("with --network: a folder of per-layer mapping files, DIR/<layer>/best.json (as megasim search "
+                 "--network writes) or DIR/<layer>.json, <layer> being the layer's name in the network file "
+                 "(e.g. conv4_x); layers without one run under the default mapping")
+
+
 def _network_args(p, verb: str) -> None:
-    from megasim.app.network import MAPPINGS_HELP
     p.add_argument("--network", help=f"{verb} every 3x3 stride-1 layer of a network from scenarios/networks "
                                      "(megasim layers lists them); prints a per-layer table and count-weighted "
                                      "totals, and lists the convolutions left out")
-    p.add_argument("--mappings", metavar="DIR", help="with --network: " + MAPPINGS_HELP)
+    p.add_argument("--mappings", metavar="DIR", help=MAPPINGS_HELP)
 
 
 def cmd_search(args) -> int:

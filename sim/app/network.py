@@ -21,10 +21,7 @@ from megasim.app.catalog import Network, NetworkLayer
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer
 
-MAPPING_FILES = ("<layer>/best.json", "<layer>.json")
-MAPPINGS_HELP = ("a folder of per-layer mapping files: DIR/<layer>/best.json (as megasim search --network "
-                 "writes) or DIR/<layer>.json, <layer> being the entry's name in the network file (e.g. conv4_x); "
-                 "layers without one run under the default mapping")
+MAPPING_FILES = ("<layer>/best.json", "<layer>.json")  # megasim.app.cli's MAPPINGS_HELP says the same
 
 
 @dataclass(frozen=True)

@@ -189,3 +189,9 @@ def test_plot_network_draws_from_the_report_alone(tmp_path):
     doc = report(net, run_rows(plan(net, None), lambda e, p: LayerTimes(e.layer.c + 1.0, 100.0)), {})
     plot_network(doc, tmp_path / "vgg.png", "VGG-16")
     assert (tmp_path / "vgg.png").stat().st_size > 10_000
+
+
+def test_the_help_names_the_mapping_files_the_command_reads():
+    from megasim.app.cli import MAPPINGS_HELP
+    from megasim.app.network import MAPPING_FILES
+    assert all(f"DIR/{pattern}" in MAPPINGS_HELP for pattern in MAPPING_FILES)
