@@ -14,7 +14,7 @@ import sys
 from argparse import Namespace
 from pathlib import Path
 
-from megasim.app.catalog import NetworkLayer, load_network_spec
+from megasim.app.network_spec import NetworkLayer, load_network_spec
 from megasim.app.network import LayerTimes, plan, report, run_rows
 from megasim.app.network_report import format_network
 from megasim.app.network_sim import refuse_single_layer_flags

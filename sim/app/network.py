@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from megasim.app.catalog import Network, NetworkLayer
+from megasim.app.network_spec import Network, NetworkLayer
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from megasim.app.catalog import NetworkLayer, load_network_spec, partition_for
+from megasim.app.catalog import partition_for
+from megasim.app.network_spec import NetworkLayer, load_network_spec
 from megasim.app.choices import mapping_from_args, options_from_args
 from megasim.app.network import LayerTimes, plan, report, run_rows
 from megasim.app.network_report import format_network

@@ -6,7 +6,8 @@ import pytest
 
 from megasim.app import bench
 from megasim.app.bench_network import off_rows, times_from_bench
-from megasim.app.catalog import load_network_spec, partition_for
+from megasim.app.catalog import partition_for
+from megasim.app.network_spec import load_network_spec
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pytest
 
 from megasim.app import network_sim
-from megasim.app.catalog import Network, NetworkLayer, load_network_spec, network_names, partition_for
+from megasim.app.catalog import network_names, partition_for
+from megasim.app.network_spec import Network, NetworkLayer, load_network_spec
 from megasim.app.cli import main
 from megasim.app.network import LayerTimes, plan, report, run_rows, totals
 from megasim.app.network_plot import plot_network
