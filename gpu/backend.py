@@ -14,7 +14,6 @@ its CPU tests import on machines without a GPU.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
 import subprocess
 from dataclasses import dataclass, fields
@@ -28,13 +27,13 @@ from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_BODIES, GEMM_K_STEP, gemm_plan, gemm_ring, gemm_warp_tiled
 from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
+from megasim.gpu.build import KERNEL_DIR, kernel_build_hash  # noqa: F401  (their older home)
 
 try:
     import cupy as cp
 except ImportError:  # CPU-only machine: the kernels cannot run, everything else still imports
     cp = None
 
-KERNEL_DIR = Path(__file__).parent / "kernels"
 SOURCES = ("nonfused.cu", "megakernel.cu")
 COMPILE_OPTIONS = ("-std=c++17", "--fmad=true")
 
@@ -60,20 +59,6 @@ def device_info() -> dict:
         "runtime_version": int(c.cuda.runtime.runtimeGetVersion()),
         "cupy_version": c.__version__,
     }
-
-
-def kernel_build_hash(folder: Path = KERNEL_DIR) -> str:
-    """sha256 over the convolution kernels' sources (names and contents, sorted), first 12 hex digits.
-
-    A profile fitted on one build of the kernels says little about another, so measurements and
-    profiles carry this hash and predictions under a stale profile are flagged. The microbenchmark
-    sources are not part of the build a profile describes.
-    """
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith("microbench")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def git_commit() -> str:

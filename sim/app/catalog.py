@@ -4,9 +4,10 @@ A layer file is one 3x3 stride-1 convolution (paper Table 2): `name`, `n`,
 `c`, `h`, `w`, `k` and a `source`. A network file lists the 3x3 stride-1
 convolutions of one CNN as `[[layers]]` entries, each a shape and how many
 times it occurs, so network totals (paper Fig. 11) are a weighted sum over
-distinct shapes. Names are matched case-insensitively; a shape can also be
-given inline as "N,C,H,W,K". Every bad input is one MegasimError that names
-the file or the string at fault.
+distinct shapes (megasim.app.network_spec reads the whole file, its
+`uncovered` convolutions too). Names are matched case-insensitively; a shape
+can also be given inline as "N,C,H,W,K". Every bad input is one MegasimError
+that names the file or the string at fault.
 """
 from __future__ import annotations
 
@@ -87,25 +88,8 @@ def network_names(root: Path = SCENARIOS) -> list[str]:
 
 def load_network(name: str, root: Path = SCENARIOS) -> list[tuple[Layer, int]]:
     """The 3x3 stride-1 convolutions of network `name`, as (layer, occurrences)."""
-    path = _find("network", root / "networks", name)
-    data = read_toml(path)
-    origin = str(path)
-    entries = data.get("layers")
-    if not isinstance(entries, list) or not entries:
-        raise MegasimError(f"{origin}: needs at least one [[layers]] entry")
-    n = data.get("n")
-    net = data.get("name", path.stem)
-    out = []
-    for i, entry in enumerate(entries):
-        where = f"{origin}: layers[{i}]"
-        if not isinstance(entry, dict):
-            raise MegasimError(f"{where}: expected a table")
-        count = entry.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
-            raise MegasimError(f"{where}: count must be a positive integer, got {count!r}")
-        shape = dict(entry) if n is None else {"n": n, **entry}
-        out.append((_layer_from(shape, f"{net}/{entry.get('name', i)}", where), count))
-    return out
+    from megasim.app.network_spec import load_network_spec
+    return [(entry.layer, entry.count) for entry in load_network_spec(name, root).layers]
 
 
 def partition_for(layer: Layer, gpu: str = "h200", overrides: str | None = None,

@@ -9,12 +9,14 @@ way from arguments to a mapping.
 from __future__ import annotations
 
 import argparse
-import inspect
+from typing import TYPE_CHECKING
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.mapping import MAPPINGS, Mapping, make, validate
-from megasim.contract.mapping.io import load_mapping
+from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared
+
+if TYPE_CHECKING:
+    from megasim.contract.mapping import Mapping
 
 
 def add_choice_args(p) -> None:
@@ -88,8 +90,10 @@ def options_from_args(args) -> tuple[dict, dict]:
 
 def mapping_from_args(graph, args) -> Mapping:
     """The mapping `simulate` and `bench` run: a mapping file, or the strategy with its options."""
+    from megasim.contract.mapping import make, validate
     strategy_options, _ = options_from_args(args)
     if getattr(args, "mapping", None):
+        from megasim.contract.mapping.io import load_mapping
         return load_mapping(args.mapping, graph)
     mapping = make(graph, getattr(args, "strategy", None) or "paper", **strategy_options)
     validate(graph, mapping)
@@ -97,6 +101,7 @@ def mapping_from_args(graph, args) -> Mapping:
 
 
 def _entries(registry) -> list[str]:
+    import inspect
     lines = []
     for name in registry.names():
         entry = registry.get(name)

@@ -10,7 +10,7 @@ import sys
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.errors import MegasimError
-from megasim.contract.scheduling import MODES
+from megasim.contract.modes import MODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +51,9 @@ def _problem(args, gpu_name: str):
 
 
 def cmd_simulate(args) -> int:
+    if args.network:
+        from megasim.app.network_sim import simulate_network
+        return simulate_network(args)
     from megasim.app.calibrate.profile import gpu_for_simulation, uncertainty_for
     from megasim.app.outputs import write_simulation_outputs
     from megasim.app.report import print_call, print_simulation
@@ -136,8 +139,23 @@ def headline(summary: dict, profile, measurements) -> dict:
 
 
 def cmd_bench(args) -> int:
+    if args.network:
+        from megasim.app.bench_network import bench_network
+        return bench_network(args)
     from megasim.app.bench import bench_main
     return bench_main(args) or 0
+
+
+MAPPINGS_HELP = ("with --network: a folder of per-layer mapping files, DIR/<layer>/best.json (as megasim search "
+                 "--network writes) or DIR/<layer>.json, <layer> being the layer's name in the network file "
+                 "(e.g. conv4_x); layers without one run under the default mapping")
+
+
+def _network_args(p, verb: str) -> None:
+    p.add_argument("--network", help=f"{verb} every 3x3 stride-1 layer of a network from scenarios/networks "
+                                     "(megasim layers lists them); prints a per-layer table and count-weighted "
+                                     "totals, and lists the convolutions left out")
+    p.add_argument("--mappings", metavar="DIR", help=MAPPINGS_HELP)
 
 
 def cmd_search(args) -> int:
@@ -151,6 +169,8 @@ def _bench_args(p):
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--json", action="store_true")
+    _network_args(p, "measure")
+    p.add_argument("--plot", help="with --network: write the bar chart of each layer's time here")
     p.set_defaults(func=cmd_bench)
 
 
@@ -203,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
-    sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg)")
+    sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg; "
+                                    "with --network: a bar chart of each layer's time)")
+    _network_args(sim, "simulate")
     sim.add_argument("--uncalibrated", action="store_true",
                      help="use the datasheet spec even where a calibrated profile exists")
     sim.set_defaults(func=cmd_simulate)

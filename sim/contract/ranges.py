@@ -142,7 +142,9 @@ class DataRanges:
         """Every group's runs, all groups at once: a run breaks at a group or a tile-row boundary."""
         th, tw = self.variant.tiles(self.layer)
         total, per_group = self.tiles.total, self.tiles.size
-        breaks = np.union1d(np.arange(0, total, per_group), np.arange(0, total, tw))
+        starts = np.zeros(total, dtype=bool)  # not np.union1d: its unique() imports numpy.ma, 15 ms of start-up
+        starts[::per_group] = starts[::tw] = True
+        breaks = np.flatnonzero(starts)
         length = np.diff(np.append(breaks, total))
         img, r0, c0 = tile_origins(breaks, th, tw, self.variant.m)
         m, h, w = self.variant.m, self.layer.h, self.layer.w

@@ -28,15 +28,7 @@ import numpy as np
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
-
-MODES = ("static", "persistent", "ready_queue")
-RESIDENT_MODES = ("persistent", "ready_queue")  # the grid is what fits at once; blocks loop over tasks
-
-
-def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise MegasimError(f"unknown scheduling mode {mode!r}; known: {', '.join(MODES)}")
-    return mode
+from megasim.contract.modes import MODES, RESIDENT_MODES, check_mode  # noqa: F401  (their older home)
 
 
 @dataclass(frozen=True, eq=False)

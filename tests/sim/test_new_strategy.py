@@ -15,7 +15,7 @@ from megasim.app.search.space import build_space
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import MAPPINGS, make, validate
-from megasim.contract.mapping.base import strategy
+from megasim.contract.mapping.strategies import strategy
 from megasim.contract.options import option
 from megasim.contract.problem import Layer, Op, Partition
 

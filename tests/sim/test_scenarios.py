@@ -75,11 +75,11 @@ def test_bad_shapes(text):
 
 
 def test_networks_present():
-    assert network_names() == ["densenet161", "resnet50", "vgg16", "yolov3"]
+    assert network_names() == ["densenet161", "resnet34", "resnet50", "vgg16", "yolov3"]
 
 
 @pytest.mark.parametrize("name, convs, batch", [
-    ("vgg16", 13, 64), ("resnet50", 13, 64), ("yolov3", 33, 64), ("densenet161", 78, 48)])
+    ("vgg16", 13, 64), ("resnet50", 13, 64), ("yolov3", 33, 64), ("densenet161", 78, 48), ("resnet34", 29, 64)])
 def test_network_counts(name, convs, batch):
     layers = load_network(name)
     assert sum(count for _, count in layers) == convs

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, Strict
 
 from megasim.contract.files import write_then_rename
-from megasim.gpu.backend import kernel_build_hash
+from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
 from megasim.contract.schema import Text, float_in, int_in, parse

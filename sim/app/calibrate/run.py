@@ -9,7 +9,7 @@ from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from megasim.gpu.backend import kernel_build_hash
+from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.measurements import load_runs

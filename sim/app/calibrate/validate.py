@@ -13,8 +13,6 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
-from rich.progress import track
 
 from megasim.contract.files import write_then_rename
 from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS
@@ -39,6 +37,8 @@ def predict_runs(runs: list[dict], spec, jobs: int = 2) -> list[dict]:
     for i, run in enumerate(runs):
         first.setdefault((run["layer"]["name"], str(run["partition"])), i)
     work = [(run, spec, i in first.values()) for i, run in enumerate(runs)]
+    from rich.console import Console
+    from rich.progress import track
     with ProcessPoolExecutor(jobs) as pool:
         rows = list(track(pool.map(_predict_one, work, chunksize=2), total=len(work), transient=True,
                           description=f"simulating {len(work)} measured runs", console=Console(stderr=True)))

@@ -12,9 +12,8 @@ import numpy as np
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
-from megasim.contract.options import Configurable, NoOptions
 from megasim.contract.problem import OP_NAMES, Op
-from megasim.contract.registry import Registry
+from megasim.contract.mapping.strategies import MAPPINGS, strategy  # noqa: F401  (strategy: its older home)
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,9 +30,6 @@ class Mapping:
         pos = np.empty(len(self.order), dtype=np.int64)
         pos[self.order] = np.arange(len(self.order))
         return pos
-
-
-MAPPINGS: Registry = Registry("mapping strategy")
 
 
 def _first(idx: np.ndarray, limit: int = 5) -> str:
@@ -98,14 +94,6 @@ def infusible_count(graph: TaskGraph, mapping: Mapping, window: int) -> int:
     other = np.where(cls == 1, memory_near, compute_near)
     lonely = (other == 0) | (graph.op[mapping.order] == Op.FILTER_TRANSFORM)
     return int(np.count_nonzero(lonely))
-
-
-def strategy(name: str, options: type = NoOptions):
-    """Register `fn(graph, opts) -> order` under `name` with its options dataclass."""
-    def deco(fn):
-        MAPPINGS.register(name)(Configurable(fn, options, f"mapping strategy {name!r}"))
-        return fn
-    return deco
 
 
 def make(graph: TaskGraph, name: str, **params) -> Mapping:

@@ -19,10 +19,8 @@ an output transform only after its group's last GEMM.
 from collections import deque
 from dataclasses import dataclass
 
-import numpy as np
-
 from megasim.contract.errors import MegasimError
-from megasim.contract.mapping.base import strategy
+from megasim.contract.mapping.strategies import strategy
 from megasim.contract.options import option
 from megasim.contract.problem import Op
 
@@ -103,4 +101,4 @@ def paper(graph, opts):
                 em.place_outputs(em.credit("output_credit", len(groups) * g.s_o / g.s_g))
         em.groups_gemm_done = groups.stop
     em.place_outputs(g.n_g * g.s_o)
-    return np.array(em.order, dtype=np.int64)
+    return em.order

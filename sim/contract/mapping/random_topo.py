@@ -6,11 +6,8 @@ ready ones with a seeded generator (one per call, never shared).
 from dataclasses import dataclass
 import heapq
 
-import numpy as np
-
 from megasim.contract.errors import MegasimError
-from megasim.contract.graph import NO_COUNTER
-from megasim.contract.mapping.base import strategy
+from megasim.contract.mapping.strategies import strategy
 from megasim.contract.options import option
 
 
@@ -25,9 +22,12 @@ class RandomTopoOptions:
 
 @strategy("random_topo", RandomTopoOptions)
 def random_topo(graph, opts):
+    import numpy as np
+
+    from megasim.contract.graph import NO_COUNTER
     rng = np.random.default_rng(opts.seed)
     key = rng.random(graph.num_tasks).tolist()
-    remaining = graph.counter_init.astype(np.int64).tolist()
+    remaining = graph.counter_init.tolist()
     waits = graph.waits_on.tolist()
     signals = graph.signals.tolist()
     waiters: dict[int, list[int]] = {}
@@ -54,4 +54,4 @@ def random_topo(graph, opts):
                 blocked[child] -= 1
                 if blocked[child] == 0:
                     heapq.heappush(ready, (key[child], child))
-    return np.array(order, dtype=np.int64)
+    return order

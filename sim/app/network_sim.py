@@ -1,0 +1,75 @@
+"""`megasim simulate --network NAME`: each distinct layer of a network through the SimPy engine.
+
+A layer with a file in `--mappings` runs that file's variant, partition,
+mapping and scheduling mode (`--mode` still overrides the mode); every other
+layer runs the command's own choice (`--variant`, `--partition`,
+`--strategy` and its options, `--mode`), exactly as `megasim simulate
+--shape` of that layer would.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from megasim.app.catalog import partition_for
+from megasim.app.network_spec import NetworkLayer, load_network_spec
+from megasim.app.choices import mapping_from_args, options_from_args
+from megasim.app.network import LayerTimes, plan, report, run_rows
+from megasim.app.network_report import format_network
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import WinogradVariant
+from megasim.contract.scheduling import MODES
+
+SINGLE_LAYER_FLAGS = ("layer", "shape", "mapping", "trace")
+
+
+def refuse_single_layer_flags(args) -> None:
+    given = [f"--{name}" for name in SINGLE_LAYER_FLAGS if getattr(args, name, None)]
+    if given:
+        raise MegasimError(f"--network runs every layer of a network; it takes no {', '.join(given)} "
+                           "(per-layer mappings come from --mappings DIR)")
+
+
+def _graph_and_mapping(layer, path: Path | None, args, gpu):
+    """The graph and mapping of one layer: from its mapping file, or from the command's flags."""
+    from megasim.contract.graph import build_graph
+    from megasim.contract.mapping.io import load_mapping, mode_of, problem_of, read_mapping_file
+    if path is None:
+        variant = WinogradVariant(args.variant if args.variant is not None else WinogradVariant().m)
+        graph = build_graph(layer, variant, partition_for(layer, gpu.name, args.partition))
+        return graph, mapping_from_args(graph, args), args.mode or MODES[0]
+    doc = read_mapping_file(path)
+    _, variant, partition = problem_of(doc, str(path))
+    graph = build_graph(layer, variant, partition)
+    return graph, load_mapping(path, graph), args.mode or mode_of(doc, str(path))
+
+
+def simulate_layer(entry: NetworkLayer, path: Path | None, args, gpu) -> LayerTimes:
+    from megasim.engine.simulate import simulate
+    graph, mapping, mode = _graph_and_mapping(entry.layer, path, args, gpu)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
+    return LayerTimes(result.fused.time_us, result.nonfused.time_us,
+                      {"variant": graph.variant.m, "mode": mode, "strategy": result.strategy,
+                       "params": result.params, "num_tbs": result.num_tbs, "infusible": result.infusible,
+                       "sim_seconds": result.sim_seconds})
+
+
+def simulate_network(args) -> int:
+    """Entry point of `megasim simulate --network`: the table (or --json), and the --plot."""
+    from megasim.app.calibrate.profile import gpu_for_simulation
+    refuse_single_layer_flags(args)
+    net = load_network_spec(args.network)
+    jobs = plan(net, args.mappings)
+    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    rows = run_rows(jobs, lambda entry, path: simulate_layer(entry, path, args, gpu))
+    doc = report(net, rows, {"gpu": gpu.name, "model": model_note, "measured": False})
+    title = f"{net.name} on {gpu.full_name} (simulated), batch {net.layers[0].layer.n}"
+    if args.plot:
+        from megasim.app.network_plot import plot_network
+        plot_network(doc, args.plot, title)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        print(format_network(doc, title))
+        print(model_note)
+    return 0
