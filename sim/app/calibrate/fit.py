@@ -84,9 +84,20 @@ def _kernel_log_error(job) -> float:
     return (math.log(predict_kernel(run, op, spec)) - math.log(run["nonfused_kernels_us"][op])) ** 2
 
 
+def _is_corpus(run) -> bool:
+    return run["layer"]["name"].startswith("gen-")
+
+
+def _balanced_mean(runs, errors) -> float:
+    """Paper layers and corpus shapes weigh half each: the corpus keeps the fit to physics that carries to
+    unseen shapes, the paper layers keep it where the paper's questions are asked."""
+    groups = [[e for r, e in zip(runs, errors) if _is_corpus(r) == corpus] for corpus in (False, True)]
+    return fmean(fmean(g) for g in groups if g)
+
+
 def _kernel_error(runs, op: Op, spec, pool=None) -> float:
     jobs = [(r, op, spec) for r in runs]
-    return fmean(pool.map(_kernel_log_error, jobs) if pool else map(_kernel_log_error, jobs))
+    return _balanced_mean(runs, list(pool.map(_kernel_log_error, jobs) if pool else map(_kernel_log_error, jobs)))
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
@@ -187,16 +198,18 @@ def _fused_log_error(job) -> float:
 
 def _log_error(spec, runs, pool=None) -> float:
     jobs = [(r, spec) for r in runs]
-    return fmean(pool.map(_fused_log_error, jobs) if pool else map(_fused_log_error, jobs))
+    return _balanced_mean(runs, list(pool.map(_fused_log_error, jobs) if pool else map(_fused_log_error, jobs)))
 
 
-def fit_fused(runs, spec, overheads=(0, 2500, 5000, 7500, 10000), usable=(0.5, 0.75, 1.0),
+def fit_fused(runs, spec, overheads=(0, 2500, 5000, 10000, 15000), usable=(0.25, 0.5, 0.75, 1.0),
               sample: int = 24, pool=None) -> tuple[dict, float]:
-    """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs."""
+    """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs, half from the
+    paper layers and half from the corpus where both are given."""
     from megasim.app.calibrate.predict import graph_of
     train = [r for r in runs if r.get("split") == "train" and r.get("fused_us") and graph_of(r).num_tasks <= 40_000]
-    step = max(1, len(train) // sample)
-    chosen = train[::step][:sample]
+    paper, corpus = [r for r in train if not _is_corpus(r)], [r for r in train if _is_corpus(r)]
+    share = sample // 2 if paper and corpus else sample
+    chosen = [r for part in (paper, corpus) if part for r in part[::max(1, len(part) // share)][:share]]
     best = None
     for oh in overheads:
         for u in usable:
