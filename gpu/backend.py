@@ -36,6 +36,7 @@ except ImportError:  # CPU-only machine: the kernels cannot run, everything else
 
 KERNEL_DIR = Path(__file__).parent / "kernels"
 SOURCES = ("nonfused.cu", "megakernel.cu")
+TRACE_ONLY = ("trace_nonfused.cu",)  # the non-fused kernels' trace build (gpu/nonfused.py), its own module
 COMPILE_OPTIONS = ("-std=c++17", "--fmad=true")
 
 
@@ -67,10 +68,11 @@ def kernel_build_hash(folder: Path = KERNEL_DIR) -> str:
 
     A profile fitted on one build of the kernels says little about another, so measurements and
     profiles carry this hash and predictions under a stale profile are flagged. The microbenchmark
-    sources are not part of the build a profile describes.
+    sources and the non-fused trace kernels (`TRACE_ONLY`, compiled into no timed build) are not part
+    of the build a profile describes.
     """
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith("microbench")):
+    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith(("microbench", "trace_"))):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]
@@ -216,9 +218,9 @@ DEFAULT_CONFIG = KernelConfig(Layer(n=2, c=8, h=10, w=9, k=8, name="default"), W
                                         gemm_k_per_task=64, output_channels_per_task=8, filter_k_per_task=4))
 
 
-def kernel_source(cfg: KernelConfig) -> str:
-    """One translation unit: the config, then every kernel file (they include winograd.cuh)."""
-    return config_header(cfg) + "".join((KERNEL_DIR / name).read_text() for name in SOURCES)
+def kernel_source(cfg: KernelConfig, sources: tuple[str, ...] = SOURCES) -> str:
+    """One translation unit: the config, then each kernel file (they include winograd.cuh)."""
+    return config_header(cfg) + "".join((KERNEL_DIR / name).read_text() for name in sources)
 
 
 class CompiledModule:
@@ -241,12 +243,12 @@ class CompiledModule:
 _CACHE: dict[tuple, CompiledModule] = {}
 
 
-def module(cfg: KernelConfig) -> CompiledModule:
-    """Compile (or fetch from the cache) the module for `cfg`."""
-    key = cfg.shape_key()
+def module(cfg: KernelConfig, sources: tuple[str, ...] = SOURCES) -> CompiledModule:
+    """Compile (or fetch from the cache) the module of `sources` for `cfg`."""
+    key = (cfg.shape_key(), sources)
     if key not in _CACHE:
         c = require_cupy()
-        raw = c.RawModule(code=kernel_source(cfg), options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
+        raw = c.RawModule(code=kernel_source(cfg, sources), options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
         raw.compile()
         _CACHE[key] = CompiledModule(cfg, raw)
     return _CACHE[key]
@@ -254,4 +256,4 @@ def module(cfg: KernelConfig) -> CompiledModule:
 
 __all__ = ["cp", "require_cupy", "device_info", "kernel_build_hash", "git_commit", "KernelConfig",
            "measurement_header",
-           "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR"]
+           "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR", "TRACE_ONLY"]

@@ -151,6 +151,8 @@ def _bench_args(p):
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--trace", help="also write the measured per-block timelines (fused and non-fused) of the "
+                                   "layer here, a Perfetto trace that `megasim compare` reads")
     p.set_defaults(func=cmd_bench)
 
 
@@ -220,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
     srch.add_argument("--quiet", action="store_true", help="no progress bar")
     srch.set_defaults(func=cmd_search)
+    from megasim.app.compare import add_compare_parser
+    add_compare_parser(sub)
     add_option_flags(sim, bench)
     return parser
 

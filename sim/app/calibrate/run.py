@@ -103,12 +103,12 @@ def validate_profile(profile_path, measurements, out_dir="docs", jobs: int = 2, 
     extra = []
     trace_path = raw_paths(Path(measurements).parent, gpu)["trace"]
     if trace_path.exists():
-        from megasim.app.plot import plot_timeline_pair
+        from megasim.app.overlay import plot_overlay
         trace = read_json(trace_path)
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
         figures["overlay"] = f"figures/calibration_trace_{gpu}.png"
-        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), out / figures["overlay"])
+        plot_overlay(records_from_dicts(trace["records"]), sim_rec, out / figures["overlay"], num_sms=spec.sm_count)
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({figures['overlay']})", ""]
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
