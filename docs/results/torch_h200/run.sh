@@ -24,17 +24,26 @@ python3 -c "import torch, cupy, megasim.torch; print('torch', torch.__version__,
 nvidia-smi >>"$WORK/env.txt" 2>&1
 pack
 
+# 0. beside step 1: the measured timelines of ResNet-2 (megasim bench --trace's file) and megasim compare on them
+timeout 300 python3 docs/results/measured_trace_h200/trace_resnet2.py "$WORK/trace" >"$WORK/trace.log" 2>&1 &
+TRACE_PID=$!
+
 # 1. every schedule (simulator searches) and kernel (CuPy compiles) of both networks at every batch, in parallel
 timeout "$(left 270)" python3 docs/results/torch_h200/bench.py "$WORK" --prepare-only >"$WORK/prepare.log" 2>&1
 echo "prepare rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
 pack
 
 # 2. the GPU tests (batch 1: their schedules and kernels were made in step 1)
-timeout "$(left 170)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_torch.py -rs >"$WORK/pytest.log" 2>&1
+timeout "$(left 170)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_torch.py tests/gpu/test_measured_trace.py -rs \
+    >"$WORK/pytest.log" 2>&1
 echo "pytest rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
 pack
 
-# 3. the benchmark, warm
+wait "$TRACE_PID"
+echo "trace rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
+pack
+
+# 3. the benchmark, warm (nothing else on the GPU now)
 timeout "$(left 200)" python3 docs/results/torch_h200/bench.py "$WORK" >"$WORK/bench.log" 2>&1
 echo "bench rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
 cp -r "$MEGASIM_TORCH_CACHE" "$WORK/schedules" 2>/dev/null
@@ -46,4 +55,5 @@ cat "$WORK/env.txt" | head -1
 cat "$WORK/steps.txt"
 tail -3 "$WORK/prepare.log"
 grep -E "passed|failed|error" "$WORK/pytest.log" | tail -5
+grep -A8 "task  blocks" "$WORK/trace/compare_fused.txt" 2>/dev/null || tail -5 "$WORK/trace.log"
 cat "$WORK/torch_bench.md" 2>/dev/null || tail -20 "$WORK/bench.log"
