@@ -131,3 +131,11 @@ def test_prepare_shapes_searches_in_worker_processes(tmp_path):
     _, failed = parallel.prepare_shapes(Schedules(cache_dir=str(tmp_path), gpu="b300"), [SHAPE], "b300", workers=1,
                                         compile_kernels=False)
     assert "unknown GPU" in failed[SHAPE]
+
+
+def test_the_schedule_search_simulates_no_nonfused_kernels(tmp_path, monkeypatch):
+    from megasim.app.search import objective
+    called = []
+    monkeypatch.setattr(objective, "nonfused_us", lambda *a: called.append(a) or 1.0)
+    got = Schedules(cache_dir=str(tmp_path), search_budget=2).resolve(SHAPE, "h200")
+    assert got.source.startswith("search") and called == []

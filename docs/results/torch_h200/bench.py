@@ -5,7 +5,8 @@
 Per network and batch (224 x 224 images, random weights, eval mode, no_grad):
 
 - end to end: the torch network (cudnn.benchmark on, TF32 off) and the converted one, each with NCHW
-  input and with the network and input in channels_last;
+  input and with the network and input in channels_last; and the channels_last forward captured into a
+  CUDA graph and replayed, which takes Python's per-layer launch cost out (it matters at batch 1);
 - the eligible layers alone (the 3x3 stride-1 convolutions the megakernel runs, summed over the
   network's occurrences): torch's convolution (with bias), and megasim's Conv2d call with NCHW and with
   channels_last input; with NCHW, that call includes transposing x to NHWC and y back, whose cost
@@ -114,13 +115,36 @@ def layer_times(calls, reps: int) -> dict:
     return {"sum_ms": sums, "layers": rows}
 
 
+def graph_ms(net, x, reps: int):
+    """The forward captured once into a CUDA graph and replayed: the GPU time without Python's launch cost."""
+    static = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP):
+                net(static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            net(static)
+        ms = median_ms(graph.replay, reps)
+    except RuntimeError as exc:
+        return {"error": str(exc).splitlines()[0]}
+    del graph
+    torch.cuda.empty_cache()
+    return ms
+
+
 def bench_one(net: dict, x, reps: int) -> dict:
     x_cl = x.contiguous(memory_format=torch.channels_last)
     inputs = {"torch": x, "torch-cl": x_cl, "megasim": x, "megasim-cl": x_cl}
     end_to_end = {key: median_ms(lambda: net[key](inputs[key]), reps) for key in inputs}
+    graphs = {key: graph_ms(net[key], inputs[key], reps) for key in ("torch-cl", "megasim-cl")}
     want = net["torch"](x)
     errors = {key: rel(net[key](inputs[key]), want) for key in ("megasim", "megasim-cl")}
-    return {"end_to_end_ms": end_to_end, "rel_err": errors, "eligible": layer_times(eligible_calls(net["megasim"], x), reps)}
+    return {"end_to_end_ms": end_to_end, "cuda_graph_ms": graphs, "rel_err": errors,
+            "eligible": layer_times(eligible_calls(net["megasim"], x), reps)}
 
 
 def schedules_used() -> dict:
@@ -128,17 +152,20 @@ def schedules_used() -> dict:
 
 
 def markdown(doc: dict) -> str:
-    head = ["| network | batch | torch NCHW | torch CL | megasim NCHW | megasim CL | megasim / torch, best layout of each | "
-            "eligible: torch NCHW | torch CL | megasim NCHW | megasim CL | layout copies | rel. error |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    head = ["| network | batch | torch NCHW | torch CL | megasim NCHW | megasim CL | megasim / torch, best layout of "
+            "each | CUDA graph: torch CL | megasim CL | eligible: torch NCHW | torch CL | megasim NCHW | megasim CL | "
+            "layout copies | rel. error |", "|" + "---|" * 15]
     for r in doc["results"]:
-        e, s = r["end_to_end_ms"], r["eligible"]["sum_ms"]
+        e, s, g = r["end_to_end_ms"], r["eligible"]["sum_ms"], r["cuda_graph_ms"]
         ratio = min(e["megasim"], e["megasim-cl"]) / min(e["torch"], e["torch-cl"])
+        graphs = " | ".join(f"{v:.2f}" if isinstance(v, float) else "failed" for v in (g["torch-cl"], g["megasim-cl"]))
         head.append(f"| {r['network']} | {r['batch']} | {e['torch']:.2f} | {e['torch-cl']:.2f} | {e['megasim']:.2f} | "
-                    f"{e['megasim-cl']:.2f} | {ratio:.2f} | {s['torch']:.2f} | {s['torch-cl']:.2f} | "
+                    f"{e['megasim-cl']:.2f} | {ratio:.2f} | {graphs} | {s['torch']:.2f} | {s['torch-cl']:.2f} | "
                     f"{s['megasim']:.2f} | {s['megasim-cl']:.2f} | {s['layout']:.2f} | {r['rel_err']['megasim']:.1e} |")
-    return "\n".join(head) + "\n\nTimes in ms (median of CUDA-event-timed calls); CL = channels_last; eligible = " \
-        "the 13 3x3 stride-1 convolutions, summed; layout copies = NCHW->NHWC of x plus NHWC->NCHW of y, summed.\n"
+    return "\n".join(head) + "\n\nTimes in ms (median of CUDA-event-timed calls); CL = channels_last; CUDA graph = " \
+        "the channels_last forward captured once and replayed (no Python launch cost); eligible = the 13 3x3 " \
+        "stride-1 convolutions, each called alone, summed; layout copies = NCHW->NHWC of x plus NHWC->NCHW of y, " \
+        "summed.\n"
 
 
 def main(argv=None) -> int:

@@ -13,7 +13,6 @@ one costs a transpose each way, which the benchmark reports.
 torch's own convolution backward (`aten.convolution_backward`), on the
 original NCHW-shaped filters.
 """
-from __future__ import annotations
 
 import torch
 

@@ -144,7 +144,8 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     legal, example = legal_points(space, layer, gpu, limit=0)
     if not legal:
         raise NoLegalPoint(example)
-    result = run_search(problem, space, SearchConfig(method="tpe", budget=budget, jobs=jobs, seed=seed, progress=False))
+    config = SearchConfig(method="tpe", budget=budget, jobs=jobs, seed=seed, progress=False, nonfused=False)
+    result = run_search(problem, space, config)
     ok = [r for r in outputs.rows(result, space) if r["status"] == "ok"]
     if not ok:
         raise NoLegalPoint(f"none of {len(result.trials)} evaluations was legal")
