@@ -114,3 +114,17 @@ def test_compare_refuses_what_is_not_a_measured_trace(tmp_path, capsys, content,
 def test_compare_refuses_a_launch_the_trace_lacks(capsys):
     assert main(["compare", str(TRACE), "--launch", "nonfused"]) == 2
     assert "no nonfused launch" in capsys.readouterr().err
+
+
+def test_trace_kernels_stay_out_of_the_timed_build_and_its_hash(tmp_path):
+    import shutil
+    from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, TRACE_ONLY, kernel_build_hash, kernel_source
+    assert "_trace(" not in kernel_source(DEFAULT_CONFIG) and "ms_gemm_kernel_trace(" in kernel_source(DEFAULT_CONFIG,
+                                                                                                   TRACE_ONLY)
+    copy = tmp_path / "kernels"
+    shutil.copytree(KERNEL_DIR, copy)
+    assert kernel_build_hash(copy) == kernel_build_hash()
+    (copy / "trace_nonfused.cu").write_text("// changed")
+    assert kernel_build_hash(copy) == kernel_build_hash()
+    (copy / "nonfused.cu").write_text("// changed")
+    assert kernel_build_hash(copy) != kernel_build_hash()
