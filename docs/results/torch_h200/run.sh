@@ -14,7 +14,13 @@ WORK=$(mktemp -d)
 export CUPY_CACHE_DIR=${CUPY_CACHE_DIR:-/tmp/cupy_cache} MEGASIM_TORCH_CACHE=${MEGASIM_TORCH_CACHE:-/tmp/megasim_torch}
 export PYTHONUNBUFFERED=1
 
-pack() { tar czf "$OUT/torch_h200.tar.gz.tmp" -C "$WORK" . && mv "$OUT/torch_h200.tar.gz.tmp" "$OUT/torch_h200.tar.gz"; }
+pack() {  # the tarball, and the few files worth reading without unpacking it
+    tar czf "$OUT/torch_h200.tar.gz.tmp" -C "$WORK" . && mv "$OUT/torch_h200.tar.gz.tmp" "$OUT/torch_h200.tar.gz"
+    for f in steps.txt pytest.log torch_bench.md trace/compare_fused.png trace/compare_nonfused.png; do
+        [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/$(basename "$f")"
+    done
+    return 0
+}
 left() { local cap=$1; local rest=$((BUDGET - SECONDS - 15)); [ "$rest" -lt "$cap" ] && cap=$rest; [ "$cap" -lt 10 ] && cap=10; echo "$cap"; }
 
 timeout 120 bash .ci/gpu --collect-only -q >"$WORK/setup.log" 2>&1
