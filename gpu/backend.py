@@ -35,6 +35,7 @@ except ImportError:  # CPU-only machine: the kernels cannot run, everything else
     cp = None
 
 SOURCES = ("nonfused.cu", "megakernel.cu")
+TRACE_ONLY = ("trace_nonfused.cu",)  # the non-fused kernels' trace build (gpu/nonfused.py), its own module
 COMPILE_OPTIONS = ("-std=c++17", "--fmad=true")
 
 
@@ -201,9 +202,9 @@ DEFAULT_CONFIG = KernelConfig(Layer(n=2, c=8, h=10, w=9, k=8, name="default"), W
                                         gemm_k_per_task=64, output_channels_per_task=8, filter_k_per_task=4))
 
 
-def kernel_source(cfg: KernelConfig) -> str:
-    """One translation unit: the config, then every kernel file (they include winograd.cuh)."""
-    return config_header(cfg) + "".join((KERNEL_DIR / name).read_text() for name in SOURCES)
+def kernel_source(cfg: KernelConfig, sources: tuple[str, ...] = SOURCES) -> str:
+    """One translation unit: the config, then each kernel file (they include winograd.cuh)."""
+    return config_header(cfg) + "".join((KERNEL_DIR / name).read_text() for name in sources)
 
 
 class CompiledModule:
@@ -226,12 +227,12 @@ class CompiledModule:
 _CACHE: dict[tuple, CompiledModule] = {}
 
 
-def module(cfg: KernelConfig) -> CompiledModule:
-    """Compile (or fetch from the cache) the module for `cfg`."""
-    key = cfg.shape_key()
+def module(cfg: KernelConfig, sources: tuple[str, ...] = SOURCES) -> CompiledModule:
+    """Compile (or fetch from the cache) the module of `sources` for `cfg`."""
+    key = (cfg.shape_key(), sources)
     if key not in _CACHE:
         c = require_cupy()
-        raw = c.RawModule(code=kernel_source(cfg), options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
+        raw = c.RawModule(code=kernel_source(cfg, sources), options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
         raw.compile()
         _CACHE[key] = CompiledModule(cfg, raw)
     return _CACHE[key]
@@ -239,4 +240,4 @@ def module(cfg: KernelConfig) -> CompiledModule:
 
 __all__ = ["cp", "require_cupy", "device_info", "kernel_build_hash", "git_commit", "KernelConfig",
            "measurement_header",
-           "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR"]
+           "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR", "TRACE_ONLY"]

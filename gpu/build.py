@@ -17,10 +17,11 @@ def kernel_build_hash(folder: Path = KERNEL_DIR) -> str:
 
     A profile fitted on one build of the kernels says little about another, so measurements and
     profiles carry this hash and predictions under a stale profile are flagged. The microbenchmark
-    sources are not part of the build a profile describes.
+    sources and the non-fused trace kernels (compiled into no timed build) are not part of the build
+    a profile describes.
     """
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith("microbench")):
+    for path in sorted(p for p in folder.glob("*.cu*") if not p.name.startswith(("microbench", "trace_"))):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:12]

@@ -50,17 +50,50 @@ def resident_capacity(cp, kernel, threads: int) -> int:
     return device_blocks_per_sm(cp, kernel, threads) * int(cp.cuda.Device().attributes["MultiProcessorCount"])
 
 
+def _static_occupancy(cp, graph: TaskGraph, build: dict) -> int:
+    """Blocks per SM of the static build: the persistent loop must not cost one (its launch bounds)."""
+    static = module(KernelConfig.of(graph, **{**build, "trace": False})).function("ms_megakernel")
+    return device_blocks_per_sm(cp, static, graph.partition.threads)
+
+
+def fused_module(graph: TaskGraph, mode: str = "static", *, ticket: bool = True, trace: bool = False,
+                 spin_limit_ns: int = 2_000_000_000, k_step: int = GEMM_K_STEP, gemm: str = "generic"):
+    """The compiled build `FusedConv` runs for `graph` in `mode` (a resident mode compiles the static build
+    first, for its occupancy). Precompiling in a worker process with the same arguments fills CuPy's disk
+    cache with exactly what a later `FusedConv` loads."""
+    cp = require_cupy()
+    build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm)
+    if mode in RESIDENT_MODES:
+        build["min_blocks"] = _static_occupancy(cp, graph, build)
+    compiled = module(KernelConfig.of(graph, mode=mode, **build))
+    compiled.check(graph)
+    return compiled
+
+
+def records_from_trace(graph: TaskGraph, raw: np.ndarray) -> np.ndarray:
+    """TB_RECORDs from a trace build's words (a row per block: %smid << 32 | task, start, ready, end in
+    %globaltimer ns), in microseconds from the earliest block start."""
+    rec = empty_records(len(raw))
+    task = (raw[:, 0] & 0xFFFFFFFF).astype(np.int64)
+    t0 = raw[:, 1].min()
+    rec["block"] = np.arange(len(raw))
+    rec["task"] = task
+    rec["op"] = graph.op[task]
+    rec["sm"] = (raw[:, 0] >> 32).astype(np.int32)
+    for field, col in (("start_us", 1), ("ready_us", 2), ("end_us", 3)):
+        rec[field] = (raw[:, col] - t0).astype(np.float64) / 1e3
+    rec["dispatch_us"] = rec["start_us"]
+    return rec
+
+
 class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
                  spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
                  mode: str = "static", blocks: int | None = None, gemm: str = "generic"):
         cp = require_cupy()
         self.graph = graph
-        build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm)
-        if mode in RESIDENT_MODES:
-            build["min_blocks"] = self._static_occupancy(cp, graph, build)
-        self.module = module(KernelConfig.of(graph, mode=mode, **build))
-        self.module.check(graph)
+        self.module = fused_module(graph, mode, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
+                                   k_step=k_step, gemm=gemm)
         self.kernel = self.module.function("ms_megakernel")
         self.grid = self._grid(cp, mode, blocks)
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)
@@ -76,12 +109,6 @@ class FusedConv:
         self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
         self.ws = workspace or Workspace(graph)
         self._cp = cp
-
-    @staticmethod
-    def _static_occupancy(cp, graph: TaskGraph, build: dict) -> int:
-        """Blocks per SM of the static build: the persistent loop must not cost one (its launch bounds)."""
-        static = module(KernelConfig.of(graph, **{**build, "trace": False})).function("ms_megakernel")
-        return device_blocks_per_sm(cp, static, graph.partition.threads)
 
     def _ready_queue_words(self, init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Control words with the FIFO (the first grid-size roots, then -1) and the pending counts after
@@ -143,18 +170,7 @@ class FusedConv:
         """TB_RECORDs of the last launch: microseconds from the earliest block start."""
         if not self.module.config.trace:
             raise MegasimError("trace_records needs a build with trace=True")
-        raw = self.trace.get()
-        rec = empty_records(self.graph.num_tasks)
-        task = (raw[:, 0] & 0xFFFFFFFF).astype(np.int64)
-        t0 = raw[:, 1].min()
-        rec["block"] = np.arange(self.graph.num_tasks)
-        rec["task"] = task
-        rec["op"] = self.graph.op[task]
-        rec["sm"] = (raw[:, 0] >> 32).astype(np.int32)
-        for field, col in (("start_us", 1), ("ready_us", 2), ("end_us", 3)):
-            rec[field] = (raw[:, col] - t0).astype(np.float64) / 1e3
-        rec["dispatch_us"] = rec["start_us"]
-        return rec
+        return records_from_trace(self.graph, self.trace.get())
 
 
-__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS", "CTL_STRIDE"]
+__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS", "CTL_STRIDE", "fused_module", "records_from_trace"]

@@ -16,6 +16,9 @@ random sets to exceed twice the L2, outputs poisoned with NaN before the
 correctness run, relative L2 error against float64 (the CPU definition for
 small layers, float64 cuDNN for large ones). Floors: Winograd FLOPs at the
 FP32 FMA rate and one pass over x, w and y at the measured copy bandwidth.
+
+With `--trace`, one more traced fused launch and one traced non-fused run
+give the measured per-block timelines of the layer (`bench_trace`).
 """
 from __future__ import annotations
 
@@ -157,10 +160,21 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
     entry["best_fused"] = best_fused(entry)
+    if getattr(args, "trace", None):
+        from megasim.app.bench_trace import trace_layer
+        entry["trace"] = str(trace_layer(args.trace, graph, mp, _trace_mode(args), ws, (xs, wts, ys)))
     del ws, ys, config
     if baselines:
         entry["baselines"] = _baselines(cp, layer, xs[0], wts[0], ref, reps)
     return entry
+
+
+def _trace_mode(args) -> str:
+    """The scheduling mode `--trace` records: the mapping file's, else static."""
+    if getattr(args, "mapping", None):
+        from megasim.contract.mapping.io import mode_of
+        return mode_of(read_mapping_file(args.mapping), args.mapping)
+    return MODES[0]
 
 
 def _baselines(cp, layer, x, w, ref, reps) -> list[dict]:
@@ -216,6 +230,8 @@ def bench_main(args) -> int:
     """Entry point of `megasim bench` (args: an argparse Namespace from sim/cli.py)."""
     cp = require_cupy()
     layers = _layers(args)
+    if getattr(args, "trace", None) and len(layers) > 1:
+        raise MegasimError("--trace records one layer; give --layer NAME, --shape or --mapping")
     header = {**measurement_header(), "schema_version": BENCH_SCHEMA_VERSION,
               "task_map_schema_version": SCHEMA_VERSION, "gpu": scenario_gpu(args),
               "reps": max(20, int(getattr(args, "reps", 0) or 20)),

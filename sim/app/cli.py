@@ -171,6 +171,8 @@ def _bench_args(p):
     p.add_argument("--json", action="store_true")
     _network_args(p, "measure")
     p.add_argument("--plot", help="with --network: write the bar chart of each layer's time here")
+    p.add_argument("--trace", help="also write the measured per-block timelines (fused and non-fused) of the "
+                                   "layer here, a Perfetto trace that `megasim compare` reads")
     p.set_defaults(func=cmd_bench)
 
 
@@ -210,6 +212,25 @@ def _version() -> str:
         return version("megasim")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+def _cmd_compare(args) -> int:
+    from megasim.app.compare import compare_main
+    return compare_main(args)
+
+
+def _compare_parser(sub) -> None:
+    p = sub.add_parser("compare", help="a measured per-block trace (bench --trace) against the simulated run")
+    p.add_argument("measured", help="a trace from `megasim bench --trace`, or a calibration raw trace")
+    p.add_argument("--launch", choices=("fused", "nonfused"), default="fused",
+                   help="which launch of the trace to compare (default fused)")
+    p.add_argument("--gpu", help="simulate this GPU (default: the one the trace was measured on)")
+    p.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
+    p.add_argument("--policy", default="gpc_interleaved",
+                   help=f"block dispatch policy of the simulation (default gpc_interleaved)")
+    p.add_argument("--plot", help="write the overlay figure here (.png, .pdf or .svg)")
+    p.add_argument("--json", action="store_true", help="print the error table as JSON")
+    p.set_defaults(func=_cmd_compare)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -257,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
     srch.add_argument("--quiet", action="store_true", help="no progress bar")
     srch.set_defaults(func=cmd_search)
+    _compare_parser(sub)
     add_option_flags(sim, bench)
     return parser
 

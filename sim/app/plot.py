@@ -195,34 +195,3 @@ def plot_timeline(records: np.ndarray, path, title: str = "", num_sms: int | Non
         _draw_utilisation(axes[2], utilisation)
     fig.subplots_adjust(left=0.06, right=0.83, top=0.93, bottom=0.07)
     save_figure(fig, path)
-
-
-def plot_timeline_pair(sim_records: np.ndarray, gpu_records: np.ndarray, path,
-                       title: str = "simulated vs measured", num_sms: int | None = None) -> None:
-    """Simulated and measured timelines on one SM axis and one time axis, then both mixes."""
-    num_sms = _num_sms(num_sms, sim_records, gpu_records)
-    t_end = _end_us(sim_records, gpu_records)
-    fig, (a, b, mix) = plt.subplots(3, 1, sharex=True, figsize=(13, 11),
-                                    gridspec_kw={"height_ratios": [3, 3, 1.3], "hspace": 0.08})
-    _draw_gantt(a, sim_records, num_sms, label="simulated")
-    _draw_gantt(b, gpu_records, num_sms, label="measured")
-    a.set_xlim(0, t_end)
-    a.set_title(f"{title}\nsimulated: {_summary(sim_records)}\nmeasured: {_summary(gpu_records)}",
-                fontsize=11)
-    edges, mid = _mix_edges(t_end)
-    for records, style in ((sim_records, "-"), (gpu_records, "--")):
-        if not len(records):
-            continue
-        for key, counts in _mix_series(records, edges).items():
-            color = SPIN_GREY if key == "spin" else OP_COLORS[key]
-            mix.plot(mid, counts, style, color=color, linewidth=1.1)
-    mix.set_ylabel("running blocks\n(mean per bin)")
-    mix.set_xlabel("time (µs)")
-    mix.grid(color="#dddddd", linewidth=0.6)
-    handles = _legend_handles() + [
-        plt.Line2D([], [], color="black", linestyle="-", label="simulated"),
-        plt.Line2D([], [], color="black", linestyle="--", label="measured"),
-        plt.Line2D([], [], color=SPIN_GREY, label="spinning")]
-    a.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), frameon=False, fontsize=9)
-    fig.subplots_adjust(left=0.07, right=0.82, top=0.91, bottom=0.06)
-    save_figure(fig, path)

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, kernel_source
+from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, TRACE_ONLY, KernelConfig, kernel_source
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 NVCC = shutil.which("nvcc")
@@ -44,4 +44,11 @@ BUILDS = {
 def test_generated_source_compiles(build, tmp_path):
     src = tmp_path / "kernel.cu"
     src.write_text(kernel_source(BUILDS[build]))
+    _nvcc(src, tmp_path)
+
+
+def test_nonfused_trace_module_compiles(tmp_path):
+    """The non-fused kernels' trace build is a module of its own: the config and trace_nonfused.cu."""
+    src = tmp_path / "trace.cu"
+    src.write_text(kernel_source(BUILDS["f6-ragged"], TRACE_ONLY))
     _nvcc(src, tmp_path)

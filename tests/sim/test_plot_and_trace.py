@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from megasim.app.perfetto import OP_CNAMES, SLOTS_PER_SM, write_trace
-from megasim.app.plot import plot_timeline, plot_timeline_pair
+from megasim.app.plot import plot_timeline
 from megasim.contract.problem import Op
 from megasim.contract.records import TB_RECORD, empty_records
 
@@ -73,12 +73,6 @@ def test_plot_timeline_writes_png(tmp_path):
     plot_timeline(synthetic(1000, 80), path, "synthetic ResNet-1", num_sms=80)
     assert _is_png(path)
     assert [p.name for p in tmp_path.iterdir()] == ["timeline.png"]
-
-
-def test_plot_timeline_pair_writes_png(tmp_path):
-    sim, gpu = synthetic(500, 40, seed=2), synthetic(480, 40, seed=3)
-    plot_timeline_pair(sim, gpu, tmp_path / "pair.png")
-    assert _is_png(tmp_path / "pair.png")
 
 
 @pytest.mark.parametrize("n", [0, 1])

@@ -152,11 +152,11 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     plot_scatter(rows, figures["scatter"], gpu)
     extra = []
     if trace is not None:
-        from megasim.app.plot import plot_timeline_pair
+        from megasim.app.overlay import plot_overlay
         run = {**trace, "split": "trace"}
         sim_rec = simulated_records(run, spec, "gpc_interleaved")
         figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
-        plot_timeline_pair(sim_rec, records_from_dicts(trace["records"]), figures["overlay"])
+        plot_overlay(records_from_dicts(trace["records"]), sim_rec, figures["overlay"], num_sms=spec.sm_count)
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]

@@ -43,6 +43,7 @@ class SearchConfig:
     seed: int = 0
     progress: bool = True
     connect_timeout_s: float = 3.0
+    nonfused: bool = True           # also simulate each (variant, partition)'s non-fused kernels (speedup column)
 
 
 @dataclass
@@ -178,7 +179,7 @@ class _Loop:
             return
         problem, part, opts = self.problem.at(self.space, point)
         nkey = nonfused_key(problem.variant, part)
-        if nkey not in self.nonfused and nkey not in self.nonfused_pending:
+        if self.config.nonfused and nkey not in self.nonfused and nkey not in self.nonfused_pending:
             self.nonfused_pending.add(nkey)
             self.submit(objective.nonfused_us, (problem, part), ("nonfused", nkey))
         self.submit(objective.fused, (problem, part, opts), ("fused", trial, point))

@@ -1,0 +1,71 @@
+"""`prepare(model, *inputs)`: make every schedule and compile every kernel a model will need, in parallel.
+
+Without it, the first call of each new input shape searches its schedule
+and compiles its kernel on the spot, one layer after another. `prepare`
+runs the model once on torch's convolutions only, recording the input shape
+of each megasim `Conv2d` that would run on the megakernel; then it resolves
+all their schedules and compiles all their builds in worker processes
+(`parallel.prepare_shapes`), and builds the plans, so the next forward
+starts at once.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from megasim.app.torch import plans
+from megasim.app.torch.conv import Conv2d, device_index
+from megasim.app.torch.parallel import prepare_shapes
+from megasim.app.torch.schedules import shape_name
+
+
+@contextmanager
+def _shapes_of(layers: list[Conv2d]):
+    """Record (layer, shape, device) of every eligible call while the layers run torch's convolution."""
+    seen: list[tuple] = []
+
+    def forward(layer):
+        def run(x):
+            if layer.megakernel_reason(x) is None:
+                n, c, h, w = x.shape
+                seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x)))
+            return nn.Conv2d.forward(layer, x)
+        return run
+
+    for layer in layers:
+        layer.forward = forward(layer)
+    try:
+        yield seen
+    finally:
+        for layer in layers:
+            del layer.forward
+
+
+def prepare(model: nn.Module, *inputs, workers: int | None = None) -> dict:
+    """Schedules, compiled builds and plans for every shape `model(*inputs)` brings to its megasim
+    layers; returns each shape's schedule and how long each step took."""
+    layers = [m for m in model.modules() if isinstance(m, Conv2d)]
+    t0 = time.perf_counter()
+    with torch.no_grad(), _shapes_of(layers) as seen:
+        model(*inputs)
+    groups: dict[tuple, set] = {}
+    for layer, shape, device in seen:
+        groups.setdefault((layer._schedules_key, device), set()).add(shape)
+    t1 = time.perf_counter()
+    made, failed = {}, {}
+    for (key, device), shapes in groups.items():
+        schedules = plans._SCHEDULES[key]
+        found, errors = prepare_shapes(schedules, shapes, plans.device_gpu(device, schedules), workers)
+        made.update({(key, device, shape): schedule for shape, schedule in found.items()})
+        failed.update({shape_name(shape): why for shape, why in errors.items()})
+    t2 = time.perf_counter()
+    for key, device, shape in made:
+        plans.plan_for(key, shape, device)
+    return {"shapes": {shape_name(s): sch.describe() for (_, _, s), sch in made.items()}, "failed": failed,
+            "seconds": {"shapes": t1 - t0, "schedules_and_compiles": t2 - t1, "plans": time.perf_counter() - t2}}
+
+
+__all__ = ["prepare"]
