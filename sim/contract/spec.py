@@ -87,6 +87,10 @@ class GPUSpec:
     dram_access_efficiency: dict[OpName, Efficiency] = _f(
         "per task type, the fraction of the streaming DRAM rate its access pattern reaches (a transform writes "
         "alpha^2 strided streams at once); its DRAM bytes cost 1/this on the shared DRAM queue. Missing: 1", {})
+    issued_flops: bool = _f(
+        "charge a block the FLOPs its code issues (whole GEMM tiles and ring steps, whole thread rounds: "
+        "megasim.contract.work) rather than the useful ones; a profile states the accounting its efficiencies "
+        "were fitted under (those fitted before the corpus set false)", True)
     step_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, the latency of one serial step of a block (a transform's round of items, a GEMM's "
         "channel step: `megasim.contract.work.serial_steps`); a block takes at least its steps times this. "

@@ -90,7 +90,7 @@ class _Machine:
         self.op = graph.op.tolist()
         self.waits = graph.waits_on.tolist()
         self.signals = graph.signals.tolist()
-        self.flops = (graph.flops if graph.issued_flops is None else graph.issued_flops).tolist()
+        self.flops = (graph.issued_flops if gpu.issued_flops and graph.issued_flops is not None else graph.flops).tolist()
         step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])
         steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else graph.serial_steps
         self.path = (steps * step[graph.op]).tolist()

@@ -85,3 +85,11 @@ def test_spearman_at_least_0_8_within_every_layer(h200_summary):
 @pytest.mark.xfail(strict=True, reason="issue 4 target not met yet: see docs/calibration-analysis.md")
 def test_winner_called_right_on_all_13_layers(h200_summary):
     assert all(w["right"] for w in h200_summary["winner"].values())
+
+
+def test_corpus_report_matches_its_data(gpu):
+    """The held-out corpus figures in the report are what the committed corpus predictions say."""
+    from megasim.app.calibrate.corpus_eval import corpus_summary
+    doc = json.loads((PREDICTIONS / f"corpus_predictions_{gpu}.json").read_text())
+    assert json.loads(json.dumps(corpus_summary(doc["rows"]))) == json.loads(json.dumps(doc["summary"]))
+    assert doc["summary"]["heldout"]["shapes"] == 46
