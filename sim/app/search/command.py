@@ -70,11 +70,15 @@ def _overrides(args) -> dict:
 
 
 def prepare(layer, args, gpu):
-    """(problem, space) of one layer: the GPU's partition for it as the base, the flags' space on top."""
+    """(problem, space) of one layer: the GPU's partition for it as the base, the flags' space on top;
+    refused here, before anything starts, if the space holds no legal point for this layer."""
     from megasim.app.catalog import partition_for
     from megasim.app.search.objective import Problem
-    from megasim.app.search.space import build_space
+    from megasim.app.search.space import build_space, legal_points
     space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), _overrides(args))
+    legal, example = legal_points(space, layer, gpu, limit=0)
+    if legal == 0:
+        raise MegasimError(f"{layer.name}: the search space has no legal point ({space.size} points; e.g. {example})")
     variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
     return Problem(layer, variant, gpu, args.strategy, mode=mode), space
 

@@ -63,8 +63,11 @@ def start_local(workers: int) -> DaskExecutor:
     import logging
     _client_class()
     from dask.distributed import Client, LocalCluster
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    try:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+    except (RuntimeError, OSError, TimeoutError) as exc:
+        raise MegasimError(f"cannot start a local Dask cluster of {workers} workers: {exc}") from None
     return DaskExecutor(Client(cluster, set_as_default=False), cluster)
 
 
