@@ -53,7 +53,6 @@ class Loop:
         self.covered: set = set()        # point keys finished in any state but interrupted
         self.pending: list = []          # points to ask for before sampling
         self.done = 0
-        self.interrupted = 0
         self.best = float("inf")
         self.nonfused = dict(study.user_attrs.get("nonfused", {}))
         self.nonfused_pending: set = set()
@@ -71,7 +70,6 @@ class Loop:
                 self._finished(key, t.value if kind == "ok" else None)
                 if kind == "ok":
                     self.cache[key] = (t.value, dict(t.user_attrs))
-            self.interrupted += kind == "interrupted"
         names = {p.name for p in self.space.searched}
         for key, params in again:
             if key not in self.covered and set(params) == names and params not in self.pending:
@@ -195,7 +193,6 @@ class Loop:
         from optuna.trial import TrialState
         for trial in list(self.asked.values()):
             self._tell(trial, None, None, {"interrupted": owner()}, TrialState.FAIL)
-            self.interrupted += 1
 
     def run(self, target: int, progress) -> None:
         while True:

@@ -50,7 +50,6 @@ class SearchResult:
     nonfused: dict = field(default_factory=dict)  # nonfused_key(variant, partition) -> non-fused us
     interrupted: bool = False
     budget: int = 0
-    storage_commits: int = 0
 
 
 def require_optuna():
@@ -170,7 +169,6 @@ def _run(problem, space, config, durable, executor, result: SearchResult) -> Non
     finally:
         if writer is not None:
             writer.close()
-            result.storage_commits = writer.commits
     result.reference = loop.reference
     result.nonfused = loop.nonfused
     result.trials = [t for t in live.get_trials(deepcopy=False) if t.state.is_finished()]

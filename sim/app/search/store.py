@@ -147,7 +147,6 @@ class Writer:
         self._held: dict = {}
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self.error: str | None = None
-        self.commits = 0
         self._thread = threading.Thread(target=self._run, name="megasim-search-writer", daemon=True)
         self._thread.start()
 
@@ -193,9 +192,7 @@ class Writer:
             for item in batch:
                 if item[0] == "trial":
                     self.durable.add_trial(item[1])
-                    self.commits += 1
             for key, value in attrs.items():
                 self.durable.set_user_attr(key, value)
-                self.commits += 1
         except storage_errors() as exc:
             self.error = reason(exc)
