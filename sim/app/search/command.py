@@ -166,7 +166,8 @@ def search_main(args) -> int:
         found = search_layer(problem, space, config, storage, out, model_note)
         _print_outcome(found, model_note)
         if found.result.interrupted:
-            print(f"interrupted: {len(found.table)} finished evaluations are kept in {storage}; "
+            done = sum(1 for r in found.table if r["status"] != "interrupted")
+            print(f"interrupted: {done} finished evaluations are kept in {storage}; "
                   f"run the same command to continue", file=sys.stderr)
             return 130
         if args.validate_top and found.best:

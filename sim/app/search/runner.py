@@ -36,7 +36,7 @@ class SearchConfig:
     budget: int | None = None       # finished evaluations in the study; default 200, or the grid's size
     jobs: int = 1
     scheduler: str | None = None    # Dask: "local", "local:N" or a scheduler address; None: local pool of `jobs`
-    storage: str | None = None      # Optuna storage URL; None: in memory
+    storage: str | None = None      # journal file or Optuna RDB URL (store.durable_url); None: in memory
     seed: int = 0
     progress: bool = True
     connect_timeout_s: float = 3.0
