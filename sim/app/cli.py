@@ -259,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
     srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
+    srch.add_argument("--network", help="search each distinct 3x3 stride-1 layer of a network from "
+                                        "scenarios/networks (one folder per layer under --out, and a summary)")
     srch.add_argument("--variant", type=int, help="pin m of F(m x m, 3 x 3) to 2, 4 or 6 (default: searched)")
     srch.add_argument("--mode", choices=MODES, help="pin the " + MODE_HELP + " (default: searched)")
     srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition)")
@@ -270,9 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="replace one parameter's values (repeatable), e.g. --space m=1,2,4")
     srch.add_argument("--budget", type=int, help="finished evaluations in the study (default 200; grid: its size)")
     srch.add_argument("--jobs", type=int, default=2, help="local worker processes")
-    srch.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (instead of --jobs)")
-    srch.add_argument("--storage", help="Optuna storage URL (default sqlite:///OUT/study.db); reruns resume")
-    srch.add_argument("--out", help="output folder (default search-results/LAYER-GPU)")
+    srch.add_argument("--scheduler", help="Dask instead of the local pool: local[:N] starts a LocalCluster of N "
+                                          "worker processes (default --jobs), tcp://host:8786 attaches to one")
+    srch.add_argument("--storage", help="an Optuna journal file PATH.journal (default OUT/study.journal) or an "
+                                        "Optuna RDB URL such as sqlite:///PATH; reruns resume")
+    srch.add_argument("--out", help="output folder, locked while a search runs (default search-results/LAYER-GPU "
+                                    "or NETWORK-GPU)")
     srch.add_argument("--seed", type=int, default=0, help="sampler seed")
     srch.add_argument("--validate-top", type=int, help="measure the K best and the paper default on this GPU")
     srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")

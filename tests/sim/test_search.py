@@ -1,5 +1,6 @@
 """Schedule search: the three methods, resuming, the Dask path, rejection before simulation, the CLI."""
 import json
+import os
 
 import pytest
 
@@ -10,6 +11,7 @@ from megasim.contract.options import declared
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.app.search import objective
 from megasim.app.search.objective import Problem
+from megasim.app.search.loop import outcome
 from megasim.app.search.outputs import rows
 from megasim.app.search.runner import SearchConfig, run_search
 from megasim.app.search.space import build_space, parse_overrides, reject_reason
@@ -77,20 +79,26 @@ def test_a_stopped_search_keeps_what_finished(problem, tmp_path, monkeypatch):
     sp, storage = space(), f"sqlite:///{tmp_path / 'study.db'}"
     real, calls = objective.fused, []
 
-    def stopped_on_the_fourth(*args):
+    def stopped_on_the_fifth(*args):
         calls.append(args)
-        if len(calls) == 5:  # the reference, then three trials, then Ctrl-C
+        if len(calls) == 5:  # the reference, then three simulated trials, then Ctrl-C
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(objective, "fused", stopped_on_the_fourth)
+    monkeypatch.setattr(objective, "fused", stopped_on_the_fifth)
     cut = search(problem, sp, method="grid", storage=storage)
-    assert cut.interrupted and len(cut.trials) == 3
+    kinds = [outcome(t) for t in cut.trials]
+    assert cut.interrupted and kinds.count("interrupted") == 1 and kinds.count("ok") >= 3
+    stopped = next(t for t in cut.trials if outcome(t) == "interrupted")
+    assert stopped.user_attrs["interrupted"]["pid"] == os.getpid()
     monkeypatch.setattr(objective, "fused", real)
     resumed = search(problem, sp, method="grid", storage=storage)
     assert not resumed.interrupted
     assert values(cut).items() <= values(resumed).items()
     assert len(values(resumed)) == sp.size  # the interrupted point was re-queued, nothing skipped
+    assert json.dumps(stopped.params, sort_keys=True) in values(resumed)
+    # The store says what the run said: the interrupted trial stays on record, under its own number.
+    assert [(t.number, outcome(t)) for t in resumed.trials if outcome(t) != "ok"] == [(stopped.number, "interrupted")]
 
 
 def test_dask_local_cluster_matches_the_process_pool(problem):

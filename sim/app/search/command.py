@@ -1,24 +1,59 @@
-"""`megasim search`: resolve the problem and the space, run the search, write and print what it found."""
+"""`megasim search`: resolve the problem and the space, run the search, write and print what it found.
+
+Everything that can be refused is checked before a folder is made or a
+worker started (the flags, the layer, the space); the output folder and a
+SQLite storage's folder are then locked for the whole run
+(`lock.locked_outputs`). `--network` (`network.py`) runs `search_layer`
+once per distinct layer of a network, on one shared executor.
+"""
 from __future__ import annotations
 
 import json
 import sys
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.writing import check_writable, make_folders
+
+STATUSES = ("ok", "rejected", "failed", "interrupted")
 
 
-def _base_partition(layer, gpu_name: str, overrides: str | None):
-    """The partition the kernels use for this layer on this GPU (scenarios/partitions), with overrides."""
-    from megasim.app.catalog import partition_for
-    return partition_for(layer, gpu_name, overrides)
+@dataclass
+class Found:
+    """One layer's search and what it wrote."""
+
+    problem: object
+    space: object
+    result: object
+    table: list
+    header: dict
+    out: Path
+    elapsed: float
+    written: list = field(default_factory=list)
+
+    @property
+    def best(self) -> dict | None:
+        return next((r for r in self.table if r["status"] == "ok"), None)
 
 
-def _point_text(row: dict, space) -> str:
-    """The searched parameters of a row, and its variant and mode even where they are pinned."""
-    return " ".join(f"{p.name}={row[p.name]}" for p in space.params if p.kind == "problem" or len(p.values) > 1)
+def check_args(args):
+    """The search config, once every flag has been checked; optuna present."""
+    from megasim.app.search.runner import SearchConfig, check_config, require_optuna
+    from megasim.app.search.store import durable_url
+    if args.network and (args.layer or args.shape):
+        raise MegasimError("give --network or --layer/--shape, not both")
+    if args.validate_top is not None:
+        if args.network:
+            raise MegasimError("--validate-top measures one layer's candidates; it does not take --network")
+        if args.validate_top < 1:
+            raise MegasimError(f"--validate-top must be >= 1, got {args.validate_top}")
+    config = SearchConfig(method=args.method, budget=args.budget, jobs=args.jobs, scheduler=args.scheduler,
+                          seed=args.seed, progress=not args.quiet)
+    check_config(config)
+    durable_url(args.storage)
+    require_optuna()
+    return config
 
 
 def _overrides(args) -> dict:
@@ -34,94 +69,112 @@ def _overrides(args) -> dict:
     return overrides
 
 
-def _print_outcome(table, result, space, storage, elapsed, model_note, written, out) -> None:
+def prepare(layer, args, gpu):
+    """(problem, space) of one layer: the GPU's partition for it as the base, the flags' space on top;
+    refused here, before anything starts, if the space holds no legal point for this layer."""
+    from megasim.app.catalog import partition_for
+    from megasim.app.search.objective import Problem
+    from megasim.app.search.space import build_space, legal_points
+    space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), _overrides(args))
+    legal, example = legal_points(space, layer, gpu, limit=0)
+    if legal == 0:
+        raise MegasimError(f"{layer.name}: the search space has no legal point ({space.size} points; e.g. {example})")
+    variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
+    return Problem(layer, variant, gpu, args.strategy, mode=mode), space
+
+
+def search_layer(problem, space, config, storage: str, out: Path, model_note: str, executor=None) -> Found:
+    """Run one layer's search and write its table, best.json and heatmaps into `out`."""
+    from megasim.app.search import outputs
+    from megasim.app.search.heatmaps import write_heatmaps
+    from megasim.app.search.runner import run_search
+    t0 = time.perf_counter()
+    result = run_search(problem, space, replace(config, storage=storage), executor)
+    elapsed = time.perf_counter() - t0
+    layer, values = problem.layer, {p.name: p.values for p in space.params}
+    header = {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
+              "variants": list(values["variant"]), "modes": list(values["mode"]), "gpu": problem.gpu.name,
+              "model": model_note, "strategy": space.strategy, "method": config.method, "budget": result.budget,
+              "study": result.study_name, "storage": storage, "space": space.describe(),
+              "paper_default": result.reference or {}, "nonfused_us_by_variant_partition": result.nonfused,
+              "elapsed_s": elapsed, "interrupted": result.interrupted}
+    found = Found(problem, space, result, outputs.rows(result, space), header, out, elapsed)
+    found.written += outputs.write_table(found.table, header, out)
+    if found.best:
+        found.written.append(outputs.write_best(problem, space, found.best, out, header))
+        found.written += write_heatmaps(found.table, space, out, layer.name, problem.gpu.name, result.reference or {})
+    return found
+
+
+def _point_text(row: dict, space) -> str:
+    """The searched parameters of a row, and its variant and mode even where they are pinned."""
+    return " ".join(f"{p.name}={row[p.name]}" for p in space.params if p.kind == "problem" or len(p.values) > 1)
+
+
+def counts_line(found: Found) -> str:
+    """How many evaluations, of which kind; interrupted trials are counted apart (not in the budget)."""
+    table = found.table
+    n = {s: sum(1 for r in table if r["status"] == s) for s in STATUSES}
+    cached = sum(1 for r in table if r["cached"] and r["status"] == "ok")
+    line = (f"{len(table) - n['interrupted']} evaluations: {n['ok']} simulated or cached ({cached} cached), "
+            f"{n['rejected']} rejected, {n['failed']} failed")
+    if n["interrupted"]:
+        line += f"; {n['interrupted']} interrupted (stopped in flight; their points are evaluated again)"
+    return line + f"; {found.elapsed:.1f} s this run"
+
+
+def _print_outcome(found: Found, model_note: str) -> None:
     """What a person reads after a search: counts, the paper default, the best point and how to bench it."""
     from megasim.app.search import outputs
-    ok = [r for r in table if r["status"] == "ok"]
-    ref = result.reference or {}
-    counts = {s: sum(1 for r in table if r["status"] == s) for s in ("ok", "rejected", "failed")}
-    cached = sum(1 for r in table if r["cached"])
-    print(f"model: {model_note}")
-    print(f"study {result.study_name} ({storage})")
-    print(f"{len(table)} evaluations: {counts['ok']} simulated or cached ({cached} cached), "
-          f"{counts['rejected']} rejected, {counts['failed']} failed; {elapsed:.1f} s this run")
+    ref, space = found.result.reference or {}, found.space
+    print(model_note)
+    print(f"study {found.result.study_name} ({found.header['storage']})")
+    print(counts_line(found))
     if ref.get("fused_us"):
         print(f"paper default ({_point_text(ref['point'], space)}): {ref['fused_us']:.1f} us")
-    elif ref:
-        print(f"paper default is illegal here: {ref.get('rejected')}")
-    if ok:
-        b = ok[0]
+    elif ref.get("rejected") or ref.get("error"):
+        print(f"paper default is illegal here: {ref['rejected']}" if ref.get("rejected")
+              else f"paper default failed: {ref['error']}")
+    b = found.best
+    if b:
         vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
         nf = (f", {b['speedup_vs_nonfused']:.2f}x over non-fused F{b['variant']} {b['nonfused_us']:.1f} us"
               if b.get("nonfused_us") else "")
         print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
-        print("bench it: " + outputs.bench_command(out / "best.json"))
-    print("wrote " + ", ".join(str(p) for p in written))
-
-
-def require_optuna() -> None:
-    """Search is an extra (`pip install -e ".[search]"`): without Optuna, one line, before anything is made."""
-    try:
-        import optuna  # noqa: F401
-    except ImportError:
-        raise MegasimError('megasim search needs Optuna: pip install -e ".[search]" (or pip install optuna)') from None
+        print("bench it: " + outputs.bench_command(found.out / "best.json"))
+    print("wrote " + ", ".join(str(p) for p in found.written))
 
 
 def search_main(args) -> int:
-    require_optuna()
     from megasim.app.calibrate.profile import gpu_for_simulation
     from megasim.app.catalog import resolve_layer
-    from megasim.app.search import outputs
-    from megasim.app.search.heatmaps import write_heatmaps
-    from megasim.app.search.objective import Problem
-    from megasim.app.search.runner import SearchConfig, run_search
-    from megasim.app.search.space import build_space
-
+    from megasim.app.search.lock import locked_outputs
+    from megasim.app.search.store import default_storage, storage_file
+    config = check_args(args)
+    if args.network:
+        from megasim.app.search.network import search_network
+        return search_network(args, config)
     layer = resolve_layer(args.layer, args.shape)
     if args.validate_top is not None:
-        if args.validate_top < 1:
-            raise MegasimError(f"--validate-top must be >= 1, got {args.validate_top}")
         from megasim.app.search.hardware import require_gpu
         require_gpu()
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
-    space = build_space(args.strategy, _base_partition(layer, gpu.name, args.partition), _overrides(args))
+    problem, space = prepare(layer, args, gpu)
     out = Path(args.out or f"search-results/{layer.name}-{gpu.name}")
-    check_writable(out, folder=True)
-    storage = args.storage or f"sqlite:///{out / 'study.db'}"
-    if storage.startswith("sqlite:///"):
-        make_folders(Path(storage[len("sqlite:///"):]).parent)
-    variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
-    problem = Problem(layer, variant, gpu, args.strategy, mode=mode)
-    config = SearchConfig(method=args.method, budget=args.budget, jobs=args.jobs, scheduler=args.scheduler,
-                          storage=storage, seed=args.seed, progress=not args.quiet)
-    t0 = time.perf_counter()
-    result = run_search(problem, space, config)
-    elapsed = time.perf_counter() - t0
-
-    table = outputs.rows(result, space)
-    ok = [r for r in table if r["status"] == "ok"]
-    ref = result.reference or {}
-    values = {p.name: p.values for p in space.params}
-    header = {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
-              "variants": list(values["variant"]), "modes": list(values["mode"]), "gpu": gpu.name,
-              "model": model_note, "strategy": space.strategy, "method": config.method, "budget": result.budget,
-              "study": result.study_name, "storage": storage, "space": space.describe(), "paper_default": ref,
-              "nonfused_us_by_variant_partition": result.nonfused, "elapsed_s": elapsed,
-              "interrupted": result.interrupted}
-    written = list(outputs.write_table(table, header, out))
-    if ok:
-        written.append(outputs.write_best(problem, space, ok[0], out, header))
-        written += write_heatmaps(table, space, out, layer.name, gpu.name, ref)
-
-    _print_outcome(table, result, space, storage, elapsed, model_note, written, out)
-    if result.interrupted:
-        print(f"interrupted: {len(table)} finished evaluations are kept in {storage}; "
-              f"run the same command to continue", file=sys.stderr)
-        return 130
-    if args.validate_top and ok:
-        from megasim.app.search.hardware import format_validation, validate_top
-        doc = validate_top(problem, space, outputs.distinct_best(table, space, args.validate_top), ref, out,
-                           args.reps)
-        print(format_validation(doc))
-        print(json.dumps({"regret": doc["regret"]}))
+    storage = args.storage or default_storage(out)
+    with locked_outputs(out, storage_file(storage), storage):
+        found = search_layer(problem, space, config, storage, out, model_note)
+        _print_outcome(found, model_note)
+        if found.result.interrupted:
+            done = sum(1 for r in found.table if r["status"] != "interrupted")
+            print(f"interrupted: {done} finished evaluations are kept in {storage}; "
+                  f"run the same command to continue", file=sys.stderr)
+            return 130
+        if args.validate_top and found.best:
+            from megasim.app.search import outputs
+            from megasim.app.search.hardware import format_validation, validate_top
+            doc = validate_top(problem, space, outputs.distinct_best(found.table, space, args.validate_top),
+                               found.result.reference, out, args.reps)
+            print(format_validation(doc))
+            print(json.dumps({"regret": doc["regret"]}))
     return 0

@@ -1,7 +1,7 @@
 """What a search leaves in --out: the ranked table (CSV and JSON) and best.json.
 
-Rows are ranked by predicted fused time; rejected and failed points follow,
-with their reasons. Every row names its variant and mode, searched or not.
+Rows are ranked by predicted fused time; rejected, failed and interrupted
+points follow, with their reasons. Every row names its variant and mode, searched or not.
 Its `nonfused_us` is the four non-fused kernels of the row's own variant and
 partition, so `speedup_vs_nonfused` is what fusing buys at that point, like
 with like; `vs_paper_default` compares with one fixed point, the paper's.
@@ -21,9 +21,8 @@ from megasim.contract.writing import make_folders
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make, validate
 from megasim.contract.mapping.io import save_mapping
-from megasim.app.search.runner import SearchResult, nonfused_key
-
-STATUS = {"COMPLETE": "ok", "PRUNED": "rejected", "FAIL": "failed"}
+from megasim.app.search.loop import nonfused_key, outcome
+from megasim.app.search.runner import SearchResult
 
 
 def rows(result: SearchResult, space) -> list[dict]:
@@ -32,7 +31,7 @@ def rows(result: SearchResult, space) -> list[dict]:
     out = []
     for t in result.trials:
         point = space.complete(t.params)
-        row = {"trial": t.number, "status": STATUS[t.state.name], **point}
+        row = {"trial": t.number, "status": outcome(t), **point}
         if t.state.name == "COMPLETE":
             part, _ = space.split(t.params)
             nf = result.nonfused.get(nonfused_key(space.setting(t.params)[0], part))
@@ -40,13 +39,21 @@ def rows(result: SearchResult, space) -> list[dict]:
             row.update(fused_us=t.value, nonfused_us=nf, speedup_vs_nonfused=nf / t.value if nf else None,
                        vs_paper_default=ref / t.value if ref else None)
         row["cached"] = bool(t.user_attrs.get("cached", False))
-        row["reason"] = t.user_attrs.get("rejected") or t.user_attrs.get("error") or ""
+        row["reason"] = t.user_attrs.get("rejected") or t.user_attrs.get("error") or _stopped(t)
         out.append(row)
     ok = sorted((r for r in out if r["status"] == "ok"), key=lambda r: (r["fused_us"], r["trial"]))
     rest = sorted((r for r in out if r["status"] != "ok"), key=lambda r: r["trial"])
     for i, r in enumerate(ok, 1):
         r["rank"] = i
     return [{"rank": r.get("rank"), **{k: v for k, v in r.items() if k != "rank"}} for r in ok + rest]
+
+
+def _stopped(trial) -> str:
+    """Who was running an interrupted trial, where the run that stopped recorded it."""
+    if outcome(trial) != "interrupted":
+        return ""
+    who = trial.user_attrs.get("interrupted")
+    return f"interrupted (pid {who['pid']} on {who['host']})" if isinstance(who, dict) else "abandoned"
 
 
 def distinct_best(table: list[dict], space, k: int) -> list[dict]:

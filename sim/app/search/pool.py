@@ -2,7 +2,10 @@
 
 Both hand back `concurrent.futures.Future`s, the interface the runner also
 gets from Dask. Pool workers ignore SIGINT: Ctrl-C is the runner's to
-handle, so a stopped search can still record what has finished.
+handle, so a stopped search can still record what has finished. The pool
+starts its workers at once (one throwaway task), before the runner opens
+its storage or starts its writer thread, so the forked workers inherit
+neither an open database nor a thread.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ def _ignore_sigint() -> None:
 
 class InlineExecutor:
     """Runs each call at submit time, in this process (one job: no pool to start)."""
+
+    workers = 1
 
     def submit(self, fn, *args) -> Future:
         fut: Future = Future()
@@ -33,7 +38,9 @@ class PoolExecutor:
     """A process pool of `jobs` workers."""
 
     def __init__(self, jobs: int):
+        self.workers = jobs
         self._pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_sigint)
+        self._pool.submit(int)
 
     def submit(self, fn, *args) -> Future:
         return self._pool.submit(fn, *args)

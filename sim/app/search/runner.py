@@ -1,36 +1,33 @@
-"""The search loop: Optuna asks, the executor simulates, Optuna is told, the storage keeps it.
+"""One search: Optuna asks, the executor simulates, Optuna is told, the storage keeps it.
 
-The loop runs Optuna's ask/tell interface in this process only; the
-executor (a process pool, inline, or a Dask cluster) just runs
-`objective.fused`. Up to one evaluation per worker is in flight. Each
-sampled point goes through three gates before it costs a simulation:
+The loop (`loop.Loop`) runs on an in-memory study that `store` loads from
+the durable storage and copies finished trials back to, one commit per
+trial on a writer thread. Ctrl-C stops asking, tells the evaluations in
+flight FAIL as interrupted and writes everything told; the next run of the
+same command re-queues the interrupted points first, so nothing finished is
+lost and nothing unfinished is skipped. `budget` counts finished
+evaluations of the study (interrupted ones excepted), across runs: a
+resumed search continues the count.
 
-1. already evaluated in this study (TPE repeats itself on a finite space):
-   told the stored value, marked `cached`;
-2. illegal (`space.reject_reason`): told PRUNED with the reason;
-3. otherwise submitted.
-
-Every finished evaluation is told at once, so with `--storage sqlite:///...`
-it is on disk before the next one is asked for. Ctrl-C stops asking and
-leaves the evaluations in flight RUNNING in the storage; the next run of the
-same command marks them failed and re-queues their points first, so nothing
-finished is lost and nothing unfinished is skipped. `budget` counts finished
-evaluations of the study, across runs: a resumed search continues the count.
+The executor (a process pool, inline for one job, or Dask) may be passed
+in, so that a network search keeps one pool or cluster for all its layers.
+The caller holds the output folder's lock (`lock.FolderLock`) while a
+durable storage is in use: that is what makes RUNNING trials found there
+abandoned ones.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from megasim.contract.errors import MegasimError
 from megasim.app.search import objective
-from megasim.app.search.space import Space, legal_points, reject_reason
+from megasim.app.search.loop import Loop, nonfused_key, point_key  # noqa: F401  (re-exported)
+from megasim.app.search.space import Space, legal_points
 
 METHODS = ("tpe", "random", "grid")
-DONE_STATES = ("COMPLETE", "PRUNED", "FAIL")
 
 
 @dataclass(frozen=True)
@@ -38,22 +35,54 @@ class SearchConfig:
     method: str = "tpe"
     budget: int | None = None       # finished evaluations in the study; default 200, or the grid's size
     jobs: int = 1
-    scheduler: str | None = None    # Dask scheduler address; None: local pool of `jobs`
-    storage: str | None = None      # Optuna storage URL; None: in memory
+    scheduler: str | None = None    # Dask: "local", "local:N" or a scheduler address; None: local pool of `jobs`
+    storage: str | None = None      # journal file or Optuna RDB URL (store.durable_url); None: in memory
     seed: int = 0
     progress: bool = True
     connect_timeout_s: float = 3.0
-    nonfused: bool = True           # also simulate each (variant, partition)'s non-fused kernels (speedup column)
+    nonfused: bool = True           # also simulate each point's non-fused time (the torch schedules skip it)
 
 
 @dataclass
 class SearchResult:
     study_name: str
-    trials: list = field(default_factory=list)  # optuna FrozenTrials, finished ones
+    trials: list = field(default_factory=list)  # optuna FrozenTrials, finished ones (interrupted included)
     reference: dict | None = None                # the paper default point and its fused time
     nonfused: dict = field(default_factory=dict)  # nonfused_key(variant, partition) -> non-fused us
     interrupted: bool = False
     budget: int = 0
+
+
+def require_optuna():
+    try:
+        import optuna
+    except ImportError:
+        raise MegasimError("search needs optuna: pip install -e \".[search]\" (or pip install optuna)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def check_config(config: SearchConfig) -> None:
+    """What can be refused before anything is created or started."""
+    if config.method not in METHODS:
+        raise MegasimError(f"unknown search method {config.method!r}; known: {', '.join(METHODS)}")
+    if config.budget is not None and config.budget < 1:
+        raise MegasimError(f"--budget must be >= 1, got {config.budget}")
+    if config.jobs < 1:
+        raise MegasimError(f"--jobs must be >= 1, got {config.jobs}")
+    if config.scheduler is not None:
+        from megasim.app.search.dask_runner import local_workers
+        local_workers(config.scheduler, config.jobs)
+
+
+def open_executor(config: SearchConfig):
+    """The config's executor: a Dask cluster (started or attached to), or the local pool of `jobs`."""
+    if config.scheduler:
+        from megasim.app.search.dask_runner import connect, local_workers, start_local
+        n = local_workers(config.scheduler, config.jobs)
+        return start_local(n) if n else connect(config.scheduler, config.connect_timeout_s)
+    from megasim.app.search.pool import local_executor
+    return local_executor(config.jobs)
 
 
 def spec_hash(gpu) -> str:
@@ -71,16 +100,6 @@ def study_name(problem: objective.Problem, space: Space) -> str:
             f"{space.strategy}-{space.key()}")
 
 
-def nonfused_key(variant, part) -> str:
-    """The non-fused kernels' key: they depend on the variant and the partition, not on the mode."""
-    return json.dumps({"variant": variant.m, "partition": part.to_dict()}, sort_keys=True)
-
-
-def point_key(point: dict) -> str:
-    """A point as a dict key: the same parameters and values give the same string."""
-    return json.dumps(point, sort_keys=True)
-
-
 def _sampler(method: str, space: Space, seed: int):
     import optuna
     if method == "grid":
@@ -92,238 +111,65 @@ def _sampler(method: str, space: Space, seed: int):
         return Grid(space.grid(), seed=seed)
     if method == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    if method == "tpe":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
-    raise MegasimError(f"unknown search method {method!r}; known: {', '.join(METHODS)}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
 
 
-def _executor(config: SearchConfig):
-    if config.scheduler:
-        from megasim.app.search.dask_runner import connect
-        ex = connect(config.scheduler, config.connect_timeout_s)
-        return ex, max(1, ex.workers)
-    from megasim.app.search.pool import local_executor
-    return local_executor(config.jobs), max(1, config.jobs)
+def _study_sampler(config: SearchConfig, space: Space, previous: int, attrs: dict):
+    """The sampler, and the study attributes to keep. The grid's seed fixes which grid id is which point,
+    so a study keeps its first; a resumed TPE or random study must not replay the seeded sequence."""
+    if config.method == "grid":
+        seed = attrs.get("grid_seed", config.seed)
+        return _sampler("grid", space, seed), {"grid_seed": seed}
+    return _sampler(config.method, space, config.seed + previous), {}
 
 
-class _Loop:
-    """One run of the ask/evaluate/tell loop over one study."""
-
-    def __init__(self, problem, space, config, study, executor, workers):
-        self.problem, self.space, self.config = problem, space, config
-        self.study, self.executor, self.workers = study, executor, workers
-        self.done_q: queue.Queue = queue.Queue()
-        self.inflight: dict = {}         # future -> ("fused", trial, point) | ("nonfused", key)
-        self.cache: dict = {}            # point key -> (value, user attrs) of COMPLETE trials
-        self.covered: set = set()        # point keys finished in any state
-        self.done = 0
-        self.best = float("inf")
-        self.nonfused = dict(study.user_attrs.get("nonfused", {}))
-        self.nonfused_pending: set = set()
-
-    def load(self) -> None:
-        from optuna.trial import TrialState
-        stale = []
-        for t in self.study.get_trials(deepcopy=False):
-            if t.state == TrialState.RUNNING:
-                stale.append(t)
-                continue
-            if t.state == TrialState.FAIL and "error" not in t.user_attrs:
-                continue  # interrupted; its point was re-queued when it was marked
-            if t.state.name in DONE_STATES:
-                self.done += 1
-                key = point_key(t.params)
-                self.covered.add(key)
-                if t.state == TrialState.COMPLETE:
-                    self.cache[key] = (t.value, dict(t.user_attrs))
-                    self.best = min(self.best, t.value)
-        for t in stale:
-            self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
-            self.study.enqueue_trial(t.params, skip_if_exists=False)
-
-    def submit(self, fn, args, tag) -> None:
-        fut = self.executor.submit(fn, *args)
-        self.inflight[fut] = tag
-        fut.add_done_callback(self.done_q.put)
-
-    def fused_inflight(self) -> int:
-        return sum(1 for tag in self.inflight.values() if tag[0] == "fused")
-
-    def want_more(self, target: int) -> bool:
-        if self.done + self.fused_inflight() >= target:
-            return False
-        if self.config.method == "grid":
-            busy = {point_key(tag[2]) for tag in self.inflight.values() if tag[0] == "fused"}
-            return len(self.covered | busy) < self.space.size
-        return True
-
-    def ask_one(self) -> None:
-        from optuna.trial import TrialState
-        trial = self.study.ask()
-        point = {p.name: trial.suggest_categorical(p.name, list(p.values)) for p in self.space.searched}
-        key = point_key(point)
-        if key in self.cache:
-            value, attrs = self.cache[key]
-            for k, v in {**attrs, "cached": True}.items():
-                trial.set_user_attr(k, v)
-            self.study.tell(trial, value)
-            self._finished(key, value)
-            return
-        why = reject_reason(self.space, point, self.problem.layer, self.problem.gpu)
-        if why:
-            trial.set_user_attr("rejected", why)
-            self.study.tell(trial, state=TrialState.PRUNED)
-            self._finished(key, None)
-            return
-        problem, part, opts = self.problem.at(self.space, point)
-        nkey = nonfused_key(problem.variant, part)
-        if self.config.nonfused and nkey not in self.nonfused and nkey not in self.nonfused_pending:
-            self.nonfused_pending.add(nkey)
-            self.submit(objective.nonfused_us, (problem, part), ("nonfused", nkey))
-        self.submit(objective.fused, (problem, part, opts), ("fused", trial, point))
-
-    def _finished(self, key, value) -> None:
-        self.done += 1
-        self.covered.add(key)
-        if value is not None:
-            self.best = min(self.best, value)
-
-    def collect(self, fut) -> None:
-        from optuna.trial import TrialState
-        tag = self.inflight.pop(fut)
-        if fut.cancelled():
-            return
-        exc = fut.exception()
-        if tag[0] == "nonfused":
-            self.nonfused_pending.discard(tag[1])
-            if exc is None:
-                self.nonfused[tag[1]] = fut.result()
-                self.study.set_user_attr("nonfused", self.nonfused)
-            return
-        _, trial, point = tag
-        key = point_key(point)
-        if exc is not None:
-            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}".splitlines()[0])
-            self.study.tell(trial, state=TrialState.FAIL)
-            self._finished(key, None)
-            return
-        stats = fut.result()
-        for k, v in stats.items():
-            trial.set_user_attr(k, v)
-        self.study.tell(trial, stats["fused_us"])
-        self.cache[key] = (stats["fused_us"], stats)
-        self._finished(key, stats["fused_us"])
-
-    def run(self, target: int, progress) -> None:
-        while True:
-            while self.fused_inflight() < self.workers and self.want_more(target):
-                self.ask_one()
-                progress(self.done, self.best)
-            if not self.inflight:
-                if not self.want_more(target):
-                    return
-                continue
-            try:
-                fut = self.done_q.get(timeout=0.25)
-            except queue.Empty:
-                progress(self.done, self.best)
-                continue
-            if fut in self.inflight:
-                self.collect(fut)
-            progress(self.done, self.best)
-
-
-def _reference(loop: _Loop) -> dict | None:
-    """The paper's default parameters on the base partition: evaluated once per study."""
-    ref = loop.study.user_attrs.get("reference")
-    if ref is not None:
-        return ref
-    space, problem = loop.space, loop.problem
-    point = space.default_point()
-    problem, part, opts = problem.at(space, point)
-    why = reject_reason(space, point, problem.layer, problem.gpu)
-    ref = {"point": space.complete(point), "partition": part.to_dict(), "options": opts, "rejected": why}
-    if why is None:
-        ref.update(loop.executor.submit(objective.fused, problem, part, opts).result())
-    loop.study.set_user_attr("reference", ref)
-    return ref
-
-
-def _progress_bar(enabled: bool, total: int, start: int, label: str):
-    from contextlib import nullcontext
-    if not enabled:
-        return nullcontext(lambda done, best: None)
-    from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("best {task.fields[best]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                   TimeRemainingColumn(), console=Console(stderr=True))
-    task = bar.add_task(label, total=total, completed=start, best="-")
-
-    def update(done, best):
-        bar.update(task, completed=done, best=f"{best:.1f} us" if best < float("inf") else "-")
-
-    class _Ctx:
-        def __enter__(self):
-            bar.start()
-            return update
-
-        def __exit__(self, *exc):
-            bar.stop()
-            return False
-    return _Ctx()
-
-
-def run_search(problem: objective.Problem, space: Space, config: SearchConfig) -> SearchResult:
+def run_search(problem: objective.Problem, space: Space, config: SearchConfig, executor=None) -> SearchResult:
     """Search `space` for the mapping with the least simulated fused time; see the module docstring."""
-    import optuna
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    if config.method not in METHODS:
-        raise MegasimError(f"unknown search method {config.method!r}; known: {', '.join(METHODS)}")
-    if config.budget is not None and config.budget < 1:
-        raise MegasimError(f"--budget must be >= 1, got {config.budget}")
-    if config.jobs < 1:
-        raise MegasimError(f"--jobs must be >= 1, got {config.jobs}")
+    require_optuna()
+    check_config(config)
     legal, example = legal_points(space, problem.layer, problem.gpu, limit=0)  # one legal point will do
     if legal == 0:
         raise MegasimError(f"the search space has no legal point ({space.size} points; e.g. {example})")
-    target = config.budget or (space.size if config.method == "grid" else 200)
+    from megasim.app.search.store import durable_url, open_durable
     name = study_name(problem, space)
-    executor, workers = _executor(config)
+    result = SearchResult(study_name=name, budget=config.budget or (space.size if config.method == "grid" else 200))
+    own = executor is None
+    if own:
+        executor = open_executor(config)
     try:
-        study = optuna.create_study(study_name=name, storage=config.storage, direction="minimize",
-                                    sampler=_sampler(config.method, space, config.seed), load_if_exists=True)
-    except (ValueError, ImportError, optuna.exceptions.StorageInternalError) as exc:
-        executor.shutdown(cancel=True)
-        raise MegasimError(f"optuna storage {config.storage!r}: {str(exc).splitlines()[0]}") from None
-    previous = len(study.get_trials(deepcopy=False))
-    if config.method == "grid":
-        # The grid's seed fixes which grid id is which point: the stored ids must keep their meaning.
-        grid_seed = study.user_attrs.get("grid_seed", config.seed)
-        study.set_user_attr("grid_seed", grid_seed)
-        if grid_seed != config.seed:
-            study.sampler = _sampler("grid", space, grid_seed)
-    elif previous:
-        # A resumed study must not replay the seeded sequence of the run before it.
-        study.sampler = _sampler(config.method, space, config.seed + previous)
-    loop = _Loop(problem, space, config, study, executor, workers)
-    result = SearchResult(study_name=name, budget=target)
+        url = durable_url(config.storage)
+        durable = open_durable(url, name) if url else None
+        _run(problem, space, replace(config, storage=url), durable, executor, result)
+    finally:
+        if own:
+            executor.shutdown(cancel=result.interrupted)
+    return result
+
+
+def _run(problem, space, config, durable, executor, result: SearchResult) -> None:
+    from megasim.app.search.progress import progress_bar
+    from megasim.app.search.store import Writer, live_copy
+    previous = len(durable.get_trials(deepcopy=False)) if durable is not None else 0
+    sampler, attrs = _study_sampler(config, space, previous, durable.user_attrs if durable is not None else {})
+    live = live_copy(durable, result.study_name, sampler)
+    writer = Writer(durable, config.storage, previous) if durable is not None else None
+    loop = Loop(problem, space, config, live, executor, max(1, executor.workers), writer)
     try:
+        for key, value in attrs.items():
+            loop.set_attr(key, value)
         loop.load()
-        result.reference = _reference(loop)
-        if not previous and config.method != "grid" and result.reference.get("rejected") is None \
-                and space.contains(space.default_point()):
-            study.enqueue_trial(space.default_point())
-        with _progress_bar(config.progress, target, loop.done, f"{problem.layer.name} {config.method}") as update:
-            loop.run(target, update)
+        loop.start_reference(fresh=not previous)
+        label = f"{problem.layer.name} {config.method}"
+        with progress_bar(config.progress, result.budget, loop.done, label) as update:
+            loop.run(result.budget, update)
     except KeyboardInterrupt:
         result.interrupted = True
+        loop.stop()
     finally:
-        executor.shutdown(cancel=result.interrupted)
+        if writer is not None:
+            writer.close()
+    result.reference = loop.reference
     result.nonfused = loop.nonfused
-    result.trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in DONE_STATES
-                     and (t.state.name != "FAIL" or "error" in t.user_attrs)]
-    return result
+    result.trials = [t for t in live.get_trials(deepcopy=False) if t.state.is_finished()]
