@@ -185,7 +185,8 @@ def build_graph(layer: Layer, variant: WinogradVariant | None = None,
                      group_tiles=group_tiles, regions=regions,
                      read_ptr=reads[0], read_region=reads[1], read_bytes=reads[2],
                      write_ptr=writes[0], write_region=writes[1], write_bytes=writes[2])
-    return replace(graph, issued_flops=issued_flops(graph), serial_steps=serial_steps(graph))
+    graph = replace(graph, serial_steps=serial_steps(graph))
+    return replace(graph, issued_flops=issued_flops(graph))
 
 
 __all__ = ["FLOAT_BYTES", "FILTER_COUNTER", "NO_COUNTER", "Geometry", "TaskGraph", "build_graph"]

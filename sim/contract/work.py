@@ -36,37 +36,6 @@ def _gemm_step(part, k_step: int) -> tuple[int, int]:
         return k_step, 1
 
 
-def _rounds(items: np.ndarray, threads: int) -> np.ndarray:
-    return -(-items // threads) * threads
-
-
-def issued_flops(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
-    """float64[T]: FLOPs each task's code issues, padding and idle lanes included."""
-    part, geo, ranges = graph.partition, graph.geometry, graph.ranges
-    layer, fl = graph.layer, transform_flops(graph.variant.m)
-    out = np.empty(graph.num_tasks, dtype=np.float64)
-    nt = part.threads
-    tiles = graph.group_tiles[graph.group.clip(0)]
-    for op in Op:
-        tasks = graph.tasks_of(op)
-        idx = graph.index[tasks]
-        if op == Op.FILTER_TRANSFORM:
-            items = ranges.filter_k.sizes()[idx] * layer.c
-            out[tasks] = _rounds(items, nt) * fl.filter_per_kc
-        elif op == Op.INPUT_TRANSFORM:
-            items = tiles[tasks] * ranges.input_c.sizes()[idx]
-            out[tasks] = _rounds(items, nt) * fl.input_per_tile_channel
-        elif op == Op.OUTPUT_TRANSFORM:
-            items = tiles[tasks] * ranges.output_k.sizes()[idx]
-            out[tasks] = _rounds(items, nt) * fl.output_per_tile_channel
-        else:
-            bk, ge = _gemm_step(part, k_step)
-            channels = -(-layer.c // bk) * bk
-            points = -(-ranges.points.sizes()[idx // geo.n_kb] // ge) * ge
-            out[tasks] = 2.0 * part.tiles_per_group * part.gemm_k_per_task * channels * points
-    return out
-
-
 def serial_steps(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     """int64[T]: the steps on each task's critical path, which no amount of parallel hardware shortens.
 
@@ -78,20 +47,30 @@ def serial_steps(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     part, geo, ranges, layer = graph.partition, graph.geometry, graph.ranges, graph.layer
     out = np.zeros(graph.num_tasks, dtype=np.int64)
     tiles = graph.group_tiles[graph.group.clip(0)]
-    nt = part.threads
+    items = {Op.FILTER_TRANSFORM: lambda t, i: ranges.filter_k.sizes()[i] * layer.c,
+             Op.INPUT_TRANSFORM: lambda t, i: tiles[t] * ranges.input_c.sizes()[i],
+             Op.OUTPUT_TRANSFORM: lambda t, i: tiles[t] * ranges.output_k.sizes()[i]}
     for op in Op:
         tasks = graph.tasks_of(op)
         idx = graph.index[tasks]
-        if op == Op.FILTER_TRANSFORM:
-            out[tasks] = -(-(ranges.filter_k.sizes()[idx] * layer.c) // nt)
-        elif op == Op.INPUT_TRANSFORM:
-            out[tasks] = -(-(tiles[tasks] * ranges.input_c.sizes()[idx]) // nt)
-        elif op == Op.OUTPUT_TRANSFORM:
-            out[tasks] = -(-(tiles[tasks] * ranges.output_k.sizes()[idx]) // nt)
-        else:
+        if op == Op.GEMM:
             bk, ge = _gemm_step(part, k_step)
             out[tasks] = -(-ranges.points.sizes()[idx // geo.n_kb] // ge) * -(-layer.c // bk)
+        else:
+            out[tasks] = -(-items[op](tasks, idx) // part.threads)
     return out
+
+
+def issued_flops(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
+    """float64[T]: FLOPs each task's code issues, padding and idle lanes included: its serial steps times
+    what one step issues (a round of items on every thread; a whole tile times one ring step)."""
+    part, fl = graph.partition, transform_flops(graph.variant.m)
+    bk, ge = _gemm_step(part, k_step)
+    per_step = np.array([part.threads * fl.filter_per_kc, part.threads * fl.input_per_tile_channel,
+                         2.0 * part.tiles_per_group * part.gemm_k_per_task * bk * ge,
+                         part.threads * fl.output_per_tile_channel])
+    steps = graph.serial_steps if graph.serial_steps is not None else serial_steps(graph, k_step)
+    return steps * per_step[graph.op]
 
 
 __all__ = ["issued_flops", "serial_steps"]
