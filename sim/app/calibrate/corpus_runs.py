@@ -37,8 +37,10 @@ def done_shapes(path: Path) -> set[str]:
     return names
 
 
-def measure_shape(cp, shape: CorpusShape, gpu: str, reps: int) -> dict:
-    """Every run of one shape, as one JSON-able line."""
+def measure_shape(cp, shape: CorpusShape, gpu: str, reps: int,
+                  mappings=CORPUS_MAPPINGS, modes=CORPUS_MODES) -> dict:
+    """Every run of one shape, as one JSON-able line. A mapping the shape cannot take (parameters its
+    partition rules out) is listed under "skipped" with the reason, and the rest are measured."""
     from megasim.app.catalog import partition_for
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make, validate
@@ -51,11 +53,15 @@ def measure_shape(cp, shape: CorpusShape, gpu: str, reps: int) -> dict:
     ws = Workspace(graph)
     _, y_ref, nf_t, kernels = nonfused_reference(cp, graph, ws, xs, wts, ys, reps)
     nf_us = nf_t["median_us"]
-    runs, mismatches = [], []
-    for strategy, params in CORPUS_MAPPINGS:
-        mp = make(graph, strategy, **params)
-        validate(graph, mp)
-        for mode in CORPUS_MODES:
+    runs, mismatches, skipped = [], [], []
+    for strategy, params in mappings:
+        try:
+            mp = make(graph, strategy, **params)
+            validate(graph, mp)
+        except MegasimError as exc:
+            skipped.append(f"{strategy} {params}: {exc}")
+            continue
+        for mode in modes:
             fused = FusedConv(graph, mp, workspace=ws, mode=mode)
             y = cp.full_like(ys[0], cp.nan)
             fused.run(xs[0], wts[0], y)
@@ -65,7 +71,8 @@ def measure_shape(cp, shape: CorpusShape, gpu: str, reps: int) -> dict:
             fused.check()
             row = run_record(layer, shape.variant, part, strategy, params, shape.split, t, nf_us, kernels)
             runs.append({**row, "mode": mode})
-    return {"shape": layer.name, "split": shape.split, "runs": runs, "mismatches": mismatches}
+    line = {"shape": layer.name, "split": shape.split, "runs": runs, "mismatches": mismatches}
+    return {**line, "skipped": skipped} if skipped else line
 
 
 def measure_corpus(gpu: str, path, count: int = 150, reps: int = 20, budget_s: float = 500.0, measure=None) -> dict:
