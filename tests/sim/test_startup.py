@@ -49,3 +49,22 @@ def test_a_bad_file_is_worded_by_pydantic(tmp_path):
     spec = tmp_path / "g.toml"
     spec.write_text((SCENARIOS / "gpus" / "h200.toml").read_text().replace("sm_count = 132", "sm_count = 0"))
     assert "pydantic" in loaded(["simulate", "--gpu", str(spec)])
+
+
+def blas_threads_after(argv: list[str], **env: str) -> str | None:
+    """OPENBLAS_NUM_THREADS after `megasim *argv` started with `env` (simulate imports NumPy after setting it)."""
+    import os
+    from megasim.app.cli import BLAS_THREAD_VARIABLES
+    clean = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    code = ("import os, sys\nfrom megasim.app.cli import main\nmain(sys.argv[1:])\n"
+            "print(os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)")
+    run = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                         env={**clean, **env})
+    return run.stderr.strip().splitlines()[-1]
+
+
+def test_simulate_starts_numpy_with_one_blas_thread_unless_told_otherwise():
+    assert blas_threads_after(["simulate", "--json"]) == "1"
+    assert blas_threads_after(["simulate", "--json"], OPENBLAS_NUM_THREADS="2") == "2"
+    assert blas_threads_after(["simulate", "--json"], OMP_NUM_THREADS="4") == "None"
+    assert blas_threads_after(["gpus"]) == "None"  # not a simulator command
