@@ -180,7 +180,10 @@ def parse(kind, data, origin: str, prefix: tuple = ()):
     value = accept(kind, data)
     if value is not REFUSED:
         return value
-    from pydantic import ValidationError
+    try:
+        from pydantic import ValidationError
+    except ImportError:  # a declared dependency, but a bare GPU image may lack it: committed files need none
+        raise MegasimError(f"{origin}: checking this file needs pydantic, which is not installed") from None
     try:
         return adapter(kind).validate_python(data)
     except ValidationError as exc:

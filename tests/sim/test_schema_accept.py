@@ -7,6 +7,7 @@ a list where it gives a tuple). Checked on every committed file, which it must t
 """
 import json
 import math
+import sys
 import typing
 from dataclasses import fields, is_dataclass
 
@@ -19,6 +20,7 @@ from megasim.app.calibrate.measurements import Run, RunsFile, load_runs
 from megasim.app.calibrate.profile import _ProfileDoc, load_profile, profile_path
 from megasim.app.catalog import SCENARIOS, gpu_names, load_gpu
 from megasim.contract.accept import LONGEST, REFUSED, accept
+from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json, read_toml
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
@@ -124,6 +126,13 @@ def test_a_mapping_file_is_taken_and_a_long_one_goes_to_pydantic(tmp_path):
     assert accept(MappingFile, long) is REFUSED
     path.write_text(json.dumps(long))
     assert read_mapping_file(path)["order"] == long["order"]  # pydantic took it
+
+
+def test_without_pydantic_good_files_load_and_a_bad_one_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pydantic", None)  # import pydantic now raises ImportError
+    assert load_gpu("h200").sm_count == 132
+    with pytest.raises(MegasimError, match=r"^g.toml: checking this file needs pydantic"):
+        schema.parse(GPUSpec, {**SPEC["hardware"], "name": "h200", "sm_count": "132"}, "g.toml")
 
 
 @MANY
