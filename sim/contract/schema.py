@@ -10,7 +10,7 @@ Two interpreters read these declarations. pydantic is the checker of record:
 it reports the path to the first bad value (`model.compute_efficiency.gemm`),
 and `parse` turns that report into the one line the CLI prints, naming the
 file, the field and the value. Importing it and building its schemas costs
-about 0.1 s of CPU, more than the rest of `megasim simulate`'s own start-up,
+0.13 s of CPU, more than the rest of `megasim simulate`'s own start-up,
 so `parse` first asks `megasim.contract.accept`, which takes only the plain
 common case (exact types, in range, short lists) and hands everything else to
 pydantic; a good committed file is checked without pydantic, a bad one is
