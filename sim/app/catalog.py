@@ -11,15 +11,15 @@ that names the file or the string at fault.
 """
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
+import megasim.scenarios
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Partition
 from megasim.contract.files import read_toml
 from megasim.contract.spec import GPUSpec, gpu_from_dict
 
-SCENARIOS = Path(str(files("megasim.scenarios")))
+SCENARIOS = Path(megasim.scenarios.__file__).parent  # package data on disk (importlib.resources: 8 ms more)
 
 _SHAPE = ("n", "c", "h", "w", "k")
 

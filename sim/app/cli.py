@@ -214,6 +214,17 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _Version(argparse.Action):
+    """`--version`, looked up only when asked: importlib.metadata would cost every other command 10 ms."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"megasim {_version()}")
+        parser.exit()
+
+
 def _cmd_compare(args) -> int:
     from megasim.app.compare import compare_main
     return compare_main(args)
@@ -235,7 +246,7 @@ def _compare_parser(sub) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="megasim", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"megasim {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
     _problem_args(sim)
@@ -288,10 +299,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+SIMULATOR_COMMANDS = ("simulate", "search", "validate")
+
+
+def single_blas_thread() -> None:
+    """One OpenBLAS thread, unless the user chose a number: NumPy's OpenBLAS starts a thread per core on import,
+    which spins idle for about 45 ms of CPU (a third of NumPy's import on the 2-core machine), and the simulator
+    does no dense linear algebra (search and validate parallelise over processes, which inherit this). `bench`
+    keeps its threads for its float64 reference convolution. Only before NumPy's first import does it count."""
+    if "numpy" not in sys.modules and not any(v in os.environ for v in BLAS_THREAD_VARIABLES):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if getattr(args, "command", None) in SIMULATOR_COMMANDS:
+            single_blas_thread()
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

@@ -19,6 +19,7 @@ slows it less than it would a wall clock. The rows:
 - `megasim simulate`: the whole default command, simulation and printing included.
 
 `--probe` is the entry point of the child that stops at `simulate()`.
+Rows marked "one BLAS thread" run with OPENBLAS_NUM_THREADS=1 in their environment.
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ PROBE_EXIT = 17
 
 def probe() -> None:
     """`megasim simulate` until the engine is called; print the loaded megasim modules, exit."""
+    from megasim.app.cli import main, single_blas_thread
+    single_blas_thread()  # what main() does for `simulate`, before the import below loads NumPy
     import megasim.engine.simulate as engine
 
     def stop(*args, **kwargs):
@@ -39,7 +42,6 @@ def probe() -> None:
         print(f"{cpu:.4f} " + " ".join(names), flush=True)
         os._exit(PROBE_EXIT)
     engine.simulate = stop
-    from megasim.app.cli import main
     main(["simulate"])
 
 
@@ -69,21 +71,26 @@ def main() -> None:
     args = parser.parse_args()
     py, me = sys.executable, os.path.abspath(__file__)
     megasim = [py, "-c", "import sys; from megasim.app.cli import main; sys.exit(main())"]
-    env = dict(os.environ)
+    from megasim.app.cli import BLAS_THREAD_VARIABLES
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}  # as a user would start it
     _, loaded = child_cpu([py, me, "--probe"], env)
     modules = loaded.split()[1:]
-    rows = [("python -c pass", [py, "-c", "pass"]), ("import numpy", [py, "-c", "import os, numpy; os._exit(0)"]),
-            ("megasim simulate --help", megasim + ["simulate", "--help"]),
-            ("simulate, up to simulate()", [py, me, "--probe"]),
-            (f"simulate's imports ({len(modules)} megasim modules)",
-             [py, "-c", "import os, " + ", ".join(modules) + "; os._exit(0)"]),
-            ("megasim simulate", megasim + ["simulate"])]
+    one = {**env, "OPENBLAS_NUM_THREADS": "1"}
+    rows = [("python -c pass", [py, "-c", "pass"], env),
+            ("import numpy", [py, "-c", "import os, numpy; os._exit(0)"], env),
+            ("import numpy (one BLAS thread)", [py, "-c", "import os, numpy; os._exit(0)"], one),
+            ("import numpy, simpy (one BLAS thread)", [py, "-c", "import os, numpy, simpy; os._exit(0)"], one),
+            ("megasim simulate --help", megasim + ["simulate", "--help"], env),
+            ("simulate, up to simulate()", [py, me, "--probe"], env),
+            (f"simulate's imports ({len(modules)} megasim modules, one BLAS thread)",
+             [py, "-c", "import os, " + ", ".join(modules) + "; os._exit(0)"], one),
+            ("megasim simulate", megasim + ["simulate"], env)]
     cache = "off" if env.get("PYTHONDONTWRITEBYTECODE") else "on"
     print(f"CPU seconds over {args.runs} runs; bytecode cache {cache}; {os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
-    print(f"{'':44s} {'median':>7} {'min':>7}")
-    for label, argv in rows:
-        print(f"{label:44s} {'%7.3f %7.3f' % cpu_figures(argv, args.runs, env)}")
+    print(f"{'':62s} {'median':>7} {'min':>7}")
+    for label, argv, row_env in rows:
+        print(f"{label:62s} {'%7.3f %7.3f' % cpu_figures(argv, args.runs, row_env)}")
 
 
 if __name__ == "__main__":

@@ -3,15 +3,14 @@
 `megasim validate` and `megasim calibrate` spend minutes simulating every run,
 so a bad run found on the way (a string time, a missing layer) used to end
 them after the work, with a traceback. `load_runs` checks every run first,
-field by field with pydantic, then what the fields name: the partition's
+field by field (`megasim.contract.schema`), then what the fields name: the partition's
 fields, the strategy and its options. It returns the runs as the plain dicts
 the predictors take, unchanged.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Optional
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json
@@ -19,34 +18,37 @@ from megasim.contract.mapping import MAPPINGS
 from megasim.contract.mapping.io import LayerDoc
 from megasim.contract.problem import VARIANTS, Layer, Partition
 from megasim.contract.scheduling import check_mode
-from megasim.contract.schema import Dimension, Text, float_in, one_of, parse
+from megasim.contract.schema import Dimension, Items, Text, float_in, one_of, parse
 
 Micros = float_in(0.0, 1e9, above=True)
 
 
+@dataclass(kw_only=True)
 class _NamedLayer(LayerDoc):
-    name: Text
+    name: Text = field()  # required here: a bare annotation would inherit LayerDoc's default
 
 
-class Run(BaseModel):
+@dataclass(kw_only=True)
+class Run:
     """One measured run: the problem, the mapping, its split and the measured times."""
-    model_config = ConfigDict(extra="allow")
+    __pydantic_config__ = {"extra": "allow"}
     layer: _NamedLayer
     variant: one_of(VARIANTS) = 4
     partition: dict[Text, Dimension]
     strategy: Text
-    params: dict[Text, Any] = {}
+    params: dict[Text, Any] = field(default_factory=dict)
     mode: Text = "static"
     split: Literal["train", "heldout"]
     fused_us: Micros
     nonfused_us: Micros
-    nonfused_kernels_us: Optional[list[Micros]] = Field(default=None, min_length=4, max_length=4)
+    nonfused_kernels_us: Optional[Annotated[list[Micros], Items(min_length=4, max_length=4)]] = None
 
 
-class RunsFile(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    header: dict[Text, Any] = {}
-    runs: list[Run] = Field(min_length=1)
+@dataclass(kw_only=True)
+class RunsFile:
+    __pydantic_config__ = {"extra": "allow"}
+    header: dict[Text, Any] = field(default_factory=dict)
+    runs: Annotated[list[Run], Items(min_length=1)]
 
 
 def load_runs(path) -> tuple[dict, list[dict]]:

@@ -13,13 +13,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
-
 from megasim.contract.files import write_then_rename
 from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
-from megasim.contract.schema import Text, float_in, int_in, parse
+from megasim.contract.schema import Str, Text, float_in, int_in, parse
 from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
 from megasim.app.catalog import SCENARIOS, load_gpu
 
@@ -60,29 +58,33 @@ def profile_path(gpu: str, root: Path = SCENARIOS) -> Path:
     return root / "calibrations" / f"{gpu.lower()}.toml"
 
 
-class _Header(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    gpu: Annotated[str, Strict(), Field(min_length=1)]
+@dataclass(kw_only=True)
+class _Header:
+    __pydantic_config__ = {"extra": "allow"}
+    gpu: Annotated[str, Str(min_length=1)]
     kernel_build: Text = ""
-    revalidated_builds: list[Text] = []
-    measurements: list[Text] = []
+    revalidated_builds: list[Text] = field(default_factory=list)
+    measurements: list[Text] = field(default_factory=list)
 
 
 Finite = float_in(-1e6, 1e6)
+Ratio = float_in(0.0, 1e6, above=True)
 
 
-class _Uncertainty(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class _Uncertainty:
+    __pydantic_config__ = {"extra": "forbid"}
     coverage: float_in(0.0, 1.0, above=True)
     heldout_runs: int_in(0, 10**9) = 0
-    fused_ratio: tuple[float_in(0.0, 1e6, above=True), float_in(0.0, 1e6, above=True)]
-    nonfused_ratio: tuple[float_in(0.0, 1e6, above=True), float_in(0.0, 1e6, above=True)]
+    fused_ratio: tuple[Ratio, Ratio]
+    nonfused_ratio: tuple[Ratio, Ratio]
     margin_error: tuple[Finite, Finite]
 
 
-class _ProfileDoc(BaseModel):
+@dataclass(kw_only=True)
+class _ProfileDoc:
     """The file's shape; [hardware] and [model] are checked field by field against `GPUSpec`'s types."""
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = {"extra": "forbid"}
     profile: _Header
     hardware: dict[Text, Any]
     model: dict[Text, Any]

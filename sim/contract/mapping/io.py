@@ -15,25 +15,25 @@ Whether the order is a legal schedule of the graph is `validate`'s question.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from megasim.contract.files import read_json, write_then_rename
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
 from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
 from megasim.contract.scheduling import MODES, check_mode
-from megasim.contract.schema import Dimension, Int64, Text, one_of, parse
+from megasim.contract.schema import Dimension, Int64, Items, Text, one_of, parse
 
 SCHEMA = 1
 
 
-class LayerDoc(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(kw_only=True)
+class LayerDoc:
+    __pydantic_config__ = {"extra": "forbid"}
     name: Text = "custom"
     n: Dimension
     c: Dimension
@@ -42,16 +42,17 @@ class LayerDoc(BaseModel):
     k: Dimension
 
 
-class MappingFile(BaseModel):
+@dataclass(kw_only=True)
+class MappingFile:
     """What a mapping file must hold; other keys (a search's score, say) ride along unchecked."""
-    model_config = ConfigDict(extra="allow")
+    __pydantic_config__ = {"extra": "allow"}
     layer: LayerDoc
     variant: one_of(VARIANTS)
     partition: dict[Text, Dimension]
     mode: Text = MODES[0]
     strategy: Text = "file"
-    params: dict[Text, Any] = {}
-    order: Annotated[list[Int64], Field(fail_fast=True)]  # one bad id is enough to refuse a million
+    params: dict[Text, Any] = field(default_factory=dict)
+    order: Annotated[list[Int64], Items(fail_fast=True)]  # one bad id is enough to refuse a million
 
 
 def describe(graph) -> dict:
