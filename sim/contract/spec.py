@@ -93,6 +93,14 @@ class GPUSpec:
         "per task type, the latency of one serial step of a block (a transform's round of items, a GEMM's "
         "channel step: `megasim.contract.work.serial_steps`); a block takes at least its steps times this. "
         "Missing: 0", {})
+    serial_latency: Literal["floor", "additive"] = _f(
+        "how a block's serial steps times step_cycles meet its throughput: 'additive', they come on top of its "
+        "DRAM, L2 and FP32 jobs (the corpus kernels say so: docs/calibration-analysis.md, session 5), or "
+        "'floor', the block takes at least that long, overlapped with its jobs (profiles fitted before state it)",
+        "additive")
+    block_fixed_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
+        "per task type, cycles every block spends on top of its jobs and its serial steps: index arithmetic, "
+        "the first loads' latency, the drain of its last step and its stores. Missing: 0", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})

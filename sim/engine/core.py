@@ -16,8 +16,10 @@ the megakernel's blocks do (paper Listing 2):
    bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
    are, and never sooner than one DRAM latency plus its bytes over what one
-   block of its type can keep in flight (`block_bytes_per_cycle`), nor than
-   its serial steps times their latency (`step_cycles`). Its FLOPs are the
+   block of its type can keep in flight (`block_bytes_per_cycle`); then it
+   spends its type's fixed cycles and, with `serial_latency = "additive"`,
+   its serial steps times their latency (`step_cycles`), which under "floor"
+   are instead a minimum (`megasim.contract.work.block_latency_cycles`). Its FLOPs are the
    ones its code issues, padding included, and its DRAM bytes cost 1 over
    its type's `dram_access_efficiency` (`megasim.contract.work`). With
    `block_work_cv` > 0 each block's work is scaled by a seeded lognormal
@@ -49,6 +51,7 @@ from megasim.contract.resources import StageResources, blocks_per_sm
 from megasim.contract.scheduling import ReadyQueue
 from megasim.contract.spec import GPUSpec
 from megasim.contract.records import empty_records
+from megasim.contract.work import block_latency_cycles
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,9 +94,8 @@ class _Machine:
         self.waits = graph.waits_on.tolist()
         self.signals = graph.signals.tolist()
         self.flops = (graph.issued_flops if gpu.issued_flops and graph.issued_flops is not None else graph.flops).tolist()
-        step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])
-        steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else graph.serial_steps
-        self.path = (steps * step[graph.op]).tolist()
+        path, added = block_latency_cycles(graph, gpu)
+        self.path, self.added = path.tolist(), added.tolist()
         self.written = graph.bytes_per_task()[1].tolist()
         self.eff = [gpu.efficiency(op, graph.layer.c) for op in Op]
         self.remaining = graph.counter_init.tolist()
@@ -214,9 +216,9 @@ class _Machine:
         def done():
             self.pending[b] -= 1
             if self.pending[b] == 0:
-                floor = self.t_ready[b] + self.floor[b] - self.env.now
-                if floor > 0:
-                    self.clock.call_later(floor, self.finish, b)
+                wait = max(self.t_ready[b] + self.floor[b] - self.env.now, 0.0) + self.added[self.order[b]] * self.work_scale[b]
+                if wait > 0:
+                    self.clock.call_later(wait, self.finish, b)
                 else:
                     self.finish(b)
         return done

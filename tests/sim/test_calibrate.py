@@ -1,5 +1,7 @@
 """The fit recovers constants it did not see; metrics and profiles behave as documented."""
 
+from concurrent.futures import ProcessPoolExecutor
+
 import pytest
 
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides
@@ -17,9 +19,12 @@ TRUTH = {"filter_transform": 0.2, "input_transform": 0.25, "gemm": 0.4, "output_
 def _runs(spec):
     part = Partition(tiles_per_group=16).to_dict()
     runs = []
-    for name, n, c, k in (("A", 4, 64, 128), ("B", 4, 256, 128), ("C", 32, 128, 256)):
+    # A-C under three mappings each; D (throughput-bound) and E (latency-bound) let stage 2 tell a block's
+    # rate from its latency, which add
+    for name, n, c, k in (("A", 4, 64, 128), ("B", 4, 256, 128), ("C", 32, 128, 256), ("D", 64, 256, 256),
+                          ("E", 1, 32, 32)):
         layer = {"n": n, "c": c, "h": 28, "w": 28, "k": k, "name": name}
-        for dig, m in ((0, 1), (64, 2), (512, 4)):
+        for dig, m in ((0, 1), (64, 2), (512, 4)) if name in "ABC" else ((512, 4),):
             run = {"layer": layer, "variant": 4, "partition": part, "strategy": "paper",
                    "params": {"dig": dig, "dgo": 128, "m": m}, "split": "train"}
             run["fused_us"] = predict_fused(run, spec)
@@ -38,14 +43,17 @@ STEPS = {"input_transform": 1500.0, "gemm": 300.0}
 
 
 def test_stage2_recovers_compute_efficiency(small_gpu):
-    truth = small_gpu.with_model(compute_efficiency=TRUTH, step_cycles=STEPS,
+    truth = small_gpu.with_model(compute_efficiency=TRUTH, step_cycles=STEPS, block_fixed_cycles={"gemm": 3000.0},
                                  dram_access_efficiency={"input_transform": 0.7})
     runs = _runs(truth)
     guess = small_gpu.with_model(compute_efficiency={k: 0.7 for k in TRUTH})
-    eff, errors = fit_compute_efficiency(runs, guess)
-    dram, steps = eff.pop("dram_access_efficiency"), eff.pop("step_cycles")
+    with ProcessPoolExecutor(2) as pool:
+        eff, errors = fit_compute_efficiency(runs, guess, evals=80, pool=pool)
+    dram, steps, fixed = eff.pop("dram_access_efficiency"), eff.pop("step_cycles"), eff.pop("block_fixed_cycles")
     assert set(dram) == {"filter_transform", "input_transform", "output_transform"}
-    fitted = guess.with_model(compute_efficiency=eff, dram_access_efficiency=dram, step_cycles=steps)
+    assert guess.serial_latency == "additive" and set(fixed) == set(TRUTH)
+    fitted = guess.with_model(compute_efficiency=eff, dram_access_efficiency=dram, step_cycles=steps,
+                              block_fixed_cycles=fixed)
     assert fitted.efficiency(Op.GEMM) == pytest.approx(TRUTH["gemm"], rel=0.08)
     for run in runs[::3]:
         for op in Op:

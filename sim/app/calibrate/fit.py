@@ -3,11 +3,11 @@
 1. Hardware, straight from the microbenchmarks: the SM clock under load,
    achieved DRAM and L2 bandwidth, atomic and poll latency, launch gap, block
    dispatch latency and rate, the usable L2 (the capacity knee).
-2. Compute efficiency per task type, from the non-fused kernels of the
-   training layers, each timed alone: for every layer, bisect the efficiency
-   at which the simulated kernel takes the measured time; the profile keeps
-   the geometric mean. A kernel the model calls memory-bound even at full
-   efficiency says nothing about compute and is left out.
+2. Per task type, from its non-fused kernels each timed alone (training paper
+   layers and a sample of training corpus shapes): compute efficiency, the
+   latency of a serial step, a block's fixed cycles and (transforms) DRAM
+   access efficiency, fitted jointly (Nelder-Mead, scipy) on the mean squared
+   log error.
 3. What only the megakernel shows (block overhead, usable L2 under fusion):
    a small grid search minimising the log error of fused time on a sample of
    the training runs.
@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import math
 from statistics import fmean
+
+import numpy as np
 
 from megasim.app.calibrate.predict import predict_fused, predict_kernel
 from megasim.contract.problem import OP_NAMES, Op
@@ -59,24 +61,6 @@ def hardware_overrides(micro: dict, spec) -> tuple[dict, dict]:
     if disp.get("first_wave_lead_sms") is not None:
         hw["first_wave_lead_sms"] = list(disp["first_wave_lead_sms"])
     return hw, model
-
-
-def _golden(f, lo: float, hi: float, iters: int) -> float:
-    """Minimise a unimodal f on [lo, hi]."""
-    g = (math.sqrt(5) - 1) / 2
-    a, b = lo, hi
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iters):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-    return (a + b) / 2
 
 
 def _kernel_log_error(job) -> float:
@@ -140,54 +124,65 @@ def stage2_sample(runs, per_variant: int = 8, max_tasks: int = 40_000) -> list[d
     return paper + chosen
 
 
-def _fit_op(layers, op, spec, pool, iters, rounds: int = 2):
-    """Compute efficiency, serial step latency and (transforms) DRAM access efficiency of one task type,
-    by coordinate descent: each mostly governs its own kind of kernel (large and compute-bound, small
-    and latency-bound, large and memory-bound), so a few passes settle them."""
+def _fit_op(layers, op, spec, pool, evals: int = 120):
+    """Compute efficiency, serial step latency, (additive latency) a block's fixed cycles and (transforms)
+    DRAM access efficiency of one task type, jointly (Nelder-Mead on their logs; a DRAM access efficiency
+    is clipped to [0.3, 1]). Jointly, because with latency on top of throughput they trade against each
+    other: one coordinate at a time, a low efficiency that stands in for missing latency makes every
+    latency step look worse, and the descent stalls there."""
+    from scipy.optimize import minimize
     name = OP_NAMES[op]
-    eff = spec.compute_efficiency.get(name, 0.1)
-    dram, step = {**spec.dram_access_efficiency}, {**spec.step_cycles}
+    additive, transform = spec.serial_latency == "additive", op != Op.GEMM
+    start = [math.log(spec.compute_efficiency.get(name, 0.1)), spec.step_cycles.get(name, 0.0) / 1000]
+    start += [spec.block_fixed_cycles.get(name, 0.0) / 1000] if additive else []
+    start += [spec.dram_access_efficiency.get(name, 1.0)] if transform else []
 
-    def at(e=None, d=None, c=None):
-        s = _with_efficiency(spec, op, e if e is not None else eff)
-        s = s.with_model(dram_access_efficiency={**dram, **({name: d} if d is not None else {})},
-                         step_cycles={**step, **({name: c} if c is not None else {})}, gemm_half_efficiency_channels=0.0)
+    def unpack(x):
+        """log efficiency, latencies in thousands of cycles, DRAM access efficiency."""
+        return (math.exp(x[0]), x[1] * 1000, x[2] * 1000 if additive else None, x[-1] if transform else None)
+
+    def at(x):
+        eff, step, fixed, dram = unpack(x)
+        s = _with_efficiency(spec, op, eff, gemm_half_efficiency_channels=0.0,
+                             step_cycles={**spec.step_cycles, name: step},
+                             block_fixed_cycles={**spec.block_fixed_cycles, **({name: fixed} if additive else {})},
+                             dram_access_efficiency={**spec.dram_access_efficiency, **({name: dram} if transform else {})})
         return _kernel_error(layers, op, s, pool)
 
-    def better(current: float, candidate: float, **key) -> float:
-        """A coordinate moves only if that lowers the error: where the error is flat (a latency floor
-        that does not bind), golden section would wander to the flat region's edge."""
-        return candidate if at(**{k: candidate for k in key}) < at(**{k: current for k in key}) - 1e-9 else current
-
-    for _ in range(rounds):
-        eff = math.exp(_golden(lambda x: at(e=math.exp(x)), math.log(0.005), math.log(1.0), iters))
-        found = round(math.exp(_golden(lambda x: at(c=math.exp(x)), math.log(10.0), math.log(20000.0), iters)), 1)
-        step[name] = better(step.get(name, 0.0), found, c=None)
-        if op != Op.GEMM:
-            found = round(_golden(lambda x: at(d=x), 0.3, 1.0, iters), 4)
-            dram[name] = better(dram.get(name, 1.0), found, d=None)
-    return at(), eff, dram.get(name), step[name]
+    bounds = [(math.log(0.005), 0.0), (0.0, 20.0)] + [(0.0, 30.0)] * additive + [(0.3, 1.0)] * transform
+    best = minimize(at, start, method="Powell", bounds=bounds, options={"maxfev": evals, "xtol": 1e-3, "ftol": 1e-6})
+    moves = np.array([-0.5, 0.5, 0.5, -0.1])[:len(start)]  # then Nelder-Mead from there: it leaves the axes
+    simplex = np.clip(np.vstack([best.x, best.x + np.diag(moves)]), *np.array(bounds).T)
+    polished = minimize(at, best.x, method="Nelder-Mead", bounds=bounds,
+                        options={"maxfev": evals // 2, "xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex})
+    best = polished if polished.fun < best.fun else best
+    eff, step, fixed, dram = unpack(best.x)
+    return float(best.fun), eff, (round(dram, 4) if transform else None), round(step, 1), \
+        (round(fixed, 1) if additive else None)
 
 
-def fit_compute_efficiency(runs, spec, iters: int = 8, pool=None, log=None):
+def fit_compute_efficiency(runs, spec, evals: int = 120, pool=None, log=None):
     """Stage 2: per task type, the constants minimising the log error of its kernel over `stage2_sample`:
     compute efficiency, the latency of a block's serial step (`step_cycles`) and, for a transform, the
     fraction of the DRAM stream rate its access pattern reaches (`dram_access_efficiency`)."""
     layers = stage2_sample(runs)
-    fitted, errors, dram, step = {}, {}, {}, {}
+    fitted, errors, dram, step, fixed = {}, {}, {}, {}, {}
     for op in Op:
-        err, eff, d, c = _fit_op(layers, op, spec, pool, iters)
+        err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals)
         name = OP_NAMES[op]
         if d is not None:
             dram[name] = d
+        if f is not None:
+            fixed[name] = f
         step[name] = c
         errors[name] = round(math.sqrt(err), 4)
         fitted[name] = round(eff, 4)
         if log:
-            log(f"  stage 2 {name}: efficiency {fitted[name]}, step {c} cycles, DRAM access {d} "
+            log(f"  stage 2 {name}: efficiency {fitted[name]}, step {c} cycles, fixed {f} cycles, DRAM access {d} "
                 f"(rms log error {errors[name]}, {len(layers)} kernels)")
     fitted["dram_access_efficiency"] = dram
     fitted["step_cycles"] = step
+    fitted["block_fixed_cycles"] = fixed
     return fitted, errors
 
 

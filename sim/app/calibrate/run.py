@@ -51,18 +51,20 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     log(f"stage 1 (hardware): {hw} {model}")
     with ProcessPoolExecutor(jobs) as pool:
         fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log)
-        dram, step = fitted.pop("dram_access_efficiency"), fitted.pop("step_cycles")
+        dram, step, fixed = (fitted.pop(k) for k in ("dram_access_efficiency", "step_cycles", "block_fixed_cycles"))
         eff = fitted
         log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
             f"rms log error {kernel_errors}")
         spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
-                                 gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step)
+                                 gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step,
+                                 block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
-               "dram_access_efficiency": dram, "step_cycles": step, **fused},
+               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
+               "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
                                      else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"])
                                      if p.exists()],
