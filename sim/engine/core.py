@@ -134,17 +134,19 @@ class _Machine:
         fp_cap = 2.0 * kern.resources.threads
         self.fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.jobs_done)
                    for _ in range(gpu.sm_count)]
+        self.interval = gpu.tb_dispatch_interval_cycles
+        self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else gpu.block_launch_cycles)
+        self.looped = max(0.0, self.overhead - gpu.block_launch_cycles)
         self.next_dispatch_at = now
         self.spans.append([now, None])
         self.pump(now)
 
     def pump(self, now: float) -> None:
         """Hand out blocks in logical order while the policy finds free slots."""
-        t = max(now, self.next_dispatch_at)
-        interval = self.gpu.tb_dispatch_interval_cycles
-        overhead = self.overhead if self.check else self.gpu.block_launch_cycles
-        latency = self.gpu.tb_dispatch_latency_cycles + overhead
-        looped = max(0.0, self.overhead - self.gpu.block_launch_cycles)
+        t = self.next_dispatch_at
+        if t < now:
+            t = now
+        interval, latency, looped = self.interval, self.latency, self.looped
         queue, take, call_later, start = self.queue, self.policy.take, self.call_later, self.start
         sms, t_dispatch = self.blocks.sm, self.blocks.t_dispatch
         nxt, size, base, launched = self.next, self.size, self.base, self.launched_blocks

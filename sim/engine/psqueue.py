@@ -26,12 +26,12 @@ _EPS = 1e-9
 
 
 class PSQueue:
-    __slots__ = ("clock", "capacity", "job_cap", "v", "t", "r", "heap", "armed_at", "token", "done", "half",
+    __slots__ = ("call_later", "capacity", "job_cap", "v", "t", "r", "heap", "armed_at", "token", "done", "half",
                  "fire")
 
     def __init__(self, clock, capacity: float, job_cap: float, done):
         """`done(jobs)` is called with the list of jobs that finish together, in completion order."""
-        self.clock = clock
+        self.call_later = clock.call_later
         self.capacity = capacity
         self.job_cap = min(job_cap, capacity)
         self.v = 0.0
@@ -57,7 +57,7 @@ class PSQueue:
             if when < self.armed_at - _EPS:
                 self.armed_at = when
                 self.token += 1
-                self.clock.call_later(now, when - now, self.fire, self.token)
+                self.call_later(now, when - now, self.fire, self.token)
 
     def _fire(self, now: float, token: int) -> None:
         if token == self.token:
@@ -81,6 +81,6 @@ class PSQueue:
             if when < self.armed_at - _EPS:
                 self.armed_at = when
                 self.token += 1
-                self.clock.call_later(now, when - now, self.fire, self.token)
+                self.call_later(now, when - now, self.fire, self.token)
         if finished:
             self.done(now, finished)
