@@ -111,8 +111,7 @@ def _bytes_by_kind(tasks, ptr, region, nbytes, kind, chunk: int = 1 << 16) -> li
         start, length = ptr[t], ptr[t + 1] - ptr[t]
         ends = np.cumsum(length)
         idx = np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - length - start, length)
-        for k in Buffer:
-            out[k] += int(nbytes[idx][kind[region[idx]] == k].sum())
+        out += np.bincount(kind[region[idx]], weights=nbytes[idx], minlength=len(Buffer)).astype(np.int64)
     return out.tolist()
 
 
