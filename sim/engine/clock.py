@@ -25,27 +25,30 @@ from __future__ import annotations
 
 
 class Clock:
-    __slots__ = ("env", "quantum", "pending", "run")
+    __slots__ = ("env", "quantum", "pending", "run", "timeout")
 
     def __init__(self, env, quantum: float = 0.0):
         self.env = env
         self.quantum = quantum
         self.pending: dict[float, list] = {}
         self.run = self._run
+        self.timeout = env.timeout
 
     def call_later(self, now: float, delay: float, fn, arg) -> None:
         """Call `fn(time, arg)` `delay` cycles after `now` (the current time), rounded to the nearest multiple
         of the quantum, never before `now`."""
         when = now + delay
-        if self.quantum:
-            when = round(when / self.quantum) * self.quantum
+        quantum = self.quantum
+        if quantum:
+            when = round(when / quantum) * quantum
             if when < now:
                 when = now
         items = self.pending.get(when)
         if items is None:
-            items = self.pending[when] = []
-            self.env.timeout(when - now, when).callbacks.append(self.run)
-        items.append((fn, arg))
+            self.pending[when] = [(fn, arg)]
+            self.timeout(when - now, when).callbacks.append(self.run)
+        else:
+            items.append((fn, arg))
 
     def _run(self, ev) -> None:
         when = ev.value
