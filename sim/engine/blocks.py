@@ -33,7 +33,7 @@ class BlockColumns:
 
     def __init__(self, order: np.ndarray, work_scale: np.ndarray | None):
         n = len(order)
-        self.order = view(order.astype(np.int64))
+        self.order = view(order.astype(np.int64, copy=False))
         self.sm = column(np.full(n, -1), np.int32)
         self.t_dispatch, self.t_start, self.t_ready = (column(np.zeros(n), np.float64) for _ in range(3))
         self.t_end = column(np.full(n, -1.0), np.float64)

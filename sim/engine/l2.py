@@ -102,7 +102,7 @@ class L2Model:
                          "write_bytes": writes[k]} for k in Buffer}
 
 
-def _bytes_by_kind(tasks, ptr, region, nbytes, kind, chunk: int = 1 << 16) -> list[int]:
+def _bytes_by_kind(tasks, ptr, region, nbytes, kind, chunk: int = 1 << 12) -> list[int]:
     """Bytes of the accesses of `tasks` (CSR `ptr` into `region`, `nbytes`) per buffer kind, a chunk of
     tasks at a time so the index arrays stay small."""
     out = np.zeros(len(Buffer), dtype=np.int64)
