@@ -6,12 +6,12 @@ own cap (a block has only so many loads in flight). All jobs then progress at
 the same rate, so one *virtual clock* V, the work each job has received since
 the start, describes them all: a job of size s arriving when V = v finishes
 when V reaches v + s. Completion order is fixed at arrival (a heap keyed on
-v + s, then the job's number) and an arrival or departure only changes how
-fast V runs. Per event the cost is O(log n); no active transfer is ever
+v + s, then arrival order: first come, first served on a tie) and an arrival
+or departure only changes how fast V runs. Per event the cost is O(log n); no active transfer is ever
 re-rated.
 
 A job is an int (the engine's block number), so the heap holds plain
-(finish, job) tuples and finished jobs go back to the owner in one call per
+(finish, arrival, job) tuples and finished jobs go back to the owner in one call per
 timer, as a list: no closure per job. Only the head of the heap has a timer.
 When an arrival slows V the timer is early; it fires, finds nothing done,
 and re-arms: lazy, never wrong, and one timer per queue rather than one per
@@ -26,8 +26,8 @@ _EPS = 1e-9
 
 
 class PSQueue:
-    __slots__ = ("call_later", "capacity", "job_cap", "v", "t", "r", "heap", "armed_at", "token", "done", "half",
-                 "fire")
+    __slots__ = ("call_later", "capacity", "job_cap", "v", "t", "r", "heap", "seq", "armed_at", "token", "done",
+                 "half", "fire")
 
     def __init__(self, clock, capacity: float, job_cap: float, done):
         """`done(jobs)` is called with the list of jobs that finish together, in completion order."""
@@ -38,6 +38,7 @@ class PSQueue:
         self.t = 0.0
         self.r = 0.0
         self.heap: list = []
+        self.seq = 0
         self.armed_at = inf
         self.token = 0
         self.done = done
@@ -49,10 +50,11 @@ class PSQueue:
         v = self.v = self.v + (now - self.t) * self.r
         self.t = now
         heap = self.heap
-        heappush(heap, (v + amount, job))
+        self.seq += 1
+        heappush(heap, (v + amount, self.seq, job))
         share = self.capacity / len(heap)
         r = self.r = share if share < self.job_cap else self.job_cap
-        if heap[0][1] == job or self.armed_at == inf:
+        if heap[0][2] == job or self.armed_at == inf:
             when = now + (heap[0][0] - v) / r
             if when < self.armed_at - _EPS:
                 self.armed_at = when
@@ -69,9 +71,9 @@ class PSQueue:
         limit = v + r * self.half + _EPS * (1.0 + v)
         finished = None
         if heap and heap[0][0] <= limit:
-            finished = [heappop(heap)[1]]
+            finished = [heappop(heap)[2]]
             while heap and heap[0][0] <= limit:
-                finished.append(heappop(heap)[1])
+                finished.append(heappop(heap)[2])
             n = len(heap)
             share = self.capacity / n if n else 0.0
             r = self.r = share if share < self.job_cap else self.job_cap
