@@ -23,76 +23,96 @@ consumer's *read*, which is what the paper measures.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from megasim.contract.regions import Buffer
+from megasim.engine.blocks import column, view
 
 NEVER = -1.0e30
 
 
 class L2Model:
-    __slots__ = ("capacity", "clock", "last", "filled", "kind", "rptr", "rreg", "rbytes",
-                 "wptr", "wreg", "wbytes", "hit_bytes", "miss_bytes", "write_bytes")
+    """Per-region state in NumPy columns (8 bytes a region, read through memoryviews); the graph's access
+    lists are read in place.
+
+    The hot loop counts only misses, per buffer kind; reads and writes per kind are sums over the tasks
+    that ran, taken once at the end (`stats`), so a hit costs no bookkeeping.
+    """
+
+    __slots__ = ("graph", "capacity", "clock", "last", "filled", "kind", "rptr", "rreg", "rbytes",
+                 "wptr", "wreg", "wbytes", "miss_bytes")
 
     def __init__(self, graph, capacity_bytes: float):
+        n = graph.regions.num_regions
+        self.graph = graph
         self.capacity = capacity_bytes
         self.clock = 0.0
-        self.last = [NEVER] * graph.regions.num_regions
-        self.filled = [0] * graph.regions.num_regions
-        self.kind = graph.regions.kind.tolist()
-        self.rptr, self.rreg, self.rbytes = (graph.read_ptr.tolist(), graph.read_region.tolist(),
-                                             graph.read_bytes.tolist())
-        self.wptr, self.wreg, self.wbytes = (graph.write_ptr.tolist(), graph.write_region.tolist(),
-                                             graph.write_bytes.tolist())
-        self.hit_bytes = [0] * len(Buffer)
+        self.last = column(np.full(n, NEVER), np.float64)
+        self.filled = column(np.zeros(n), np.int64)
+        self.kind = view(graph.regions.kind)
+        self.rptr, self.rreg, self.rbytes = view(graph.read_ptr), view(graph.read_region), view(graph.read_bytes)
+        self.wptr, self.wreg, self.wbytes = view(graph.write_ptr), view(graph.write_region), view(graph.write_bytes)
         self.miss_bytes = [0] * len(Buffer)
-        self.write_bytes = [0] * len(Buffer)
 
-    def read(self, task: int) -> tuple[int, int]:
-        """Classify a task's reads; returns (DRAM bytes, L2 bytes)."""
-        last, filled, kind, cap = self.last, self.filled, self.kind, self.capacity
+    def read(self, task: int) -> int:
+        """Classify a task's reads; returns the bytes that miss (come from DRAM)."""
+        last, filled, cap = self.last, self.filled, self.capacity
         rreg, rbytes = self.rreg, self.rbytes
         clock = self.clock
-        miss = total = 0
+        miss = 0
         for i in range(self.rptr[task], self.rptr[task + 1]):
-            r, b = rreg[i], rbytes[i]
+            r = rreg[i]
+            b = rbytes[i]
             if clock - last[r] <= cap:
                 have = filled[r]
-                if b <= have:
-                    self.hit_bytes[kind[r]] += b
-                else:
-                    self.hit_bytes[kind[r]] += have
-                    self.miss_bytes[kind[r]] += b - have
-                    miss += b - have
-                    clock += b - have
-                    filled[r] = b
+                if b > have:
+                    b -= have
+                    self.miss_bytes[self.kind[r]] += b
+                    miss += b
+                    clock += b
+                    filled[r] = have + b
             else:
-                self.miss_bytes[kind[r]] += b
+                self.miss_bytes[self.kind[r]] += b
                 miss += b
                 clock += b
                 filled[r] = b
             last[r] = clock
-            total += b
         self.clock = clock
-        return miss, total
+        return miss
 
-    def write(self, task: int) -> int:
-        """Record a task's writes; returns the bytes that will go back to DRAM."""
-        last, filled, kind, cap = self.last, self.filled, self.kind, self.capacity
+    def write(self, task: int) -> None:
+        """Record a task's writes (they allocate in L2)."""
+        last, filled, cap = self.last, self.filled, self.capacity
         wreg, wbytes = self.wreg, self.wbytes
         clock = self.clock
-        total = 0
         for i in range(self.wptr[task], self.wptr[task + 1]):
-            r, b = wreg[i], wbytes[i]
+            r = wreg[i]
+            b = wbytes[i]
             filled[r] = filled[r] + b if clock - last[r] <= cap else b
             clock += b
             last[r] = clock
-            total += b
-            self.write_bytes[kind[r]] += b
         self.clock = clock
-        return total
 
-    def stats(self) -> dict:
-        return {k.name: {"hit_bytes": self.hit_bytes[k], "miss_bytes": self.miss_bytes[k],
-                         "write_bytes": self.write_bytes[k]} for k in Buffer}
+    def stats(self, tasks: np.ndarray) -> dict:
+        """Hit, miss and write bytes per buffer kind, once `tasks` have each read and written once."""
+        g = self.graph
+        reads = _bytes_by_kind(tasks, g.read_ptr, g.read_region, g.read_bytes, g.regions.kind)
+        writes = _bytes_by_kind(tasks, g.write_ptr, g.write_region, g.write_bytes, g.regions.kind)
+        return {k.name: {"hit_bytes": reads[k] - self.miss_bytes[k], "miss_bytes": self.miss_bytes[k],
+                         "write_bytes": writes[k]} for k in Buffer}
+
+
+def _bytes_by_kind(tasks, ptr, region, nbytes, kind, chunk: int = 1 << 12) -> list[int]:
+    """Bytes of the accesses of `tasks` (CSR `ptr` into `region`, `nbytes`) per buffer kind, a chunk of
+    tasks at a time so the index arrays stay small."""
+    out = np.zeros(len(Buffer), dtype=np.int64)
+    for lo in range(0, len(tasks), chunk):
+        t = tasks[lo:lo + chunk]
+        start, length = ptr[t], ptr[t + 1] - ptr[t]
+        ends = np.cumsum(length)
+        idx = np.arange(ends[-1] if len(ends) else 0) - np.repeat(ends - length - start, length)
+        out += np.bincount(kind[region[idx]], weights=nbytes[idx], minlength=len(Buffer)).astype(np.int64)
+    return out.tolist()
 
 
 def hit_rate(stats: dict, kind: str | None = None) -> float:

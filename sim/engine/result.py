@@ -77,10 +77,17 @@ class SimResult:
     num_tbs: int
     sim_seconds: float
     graph_summary: dict = field(default_factory=dict)
+    fused_sim_cpu_s: float = 0.0     # process CPU time of the megakernel's simulation alone
+    nonfused_sim_cpu_s: float = 0.0  # and of the four non-fused kernels'
 
     @property
     def speedup(self) -> float:
         return self.nonfused.time_us / self.fused.time_us
+
+    @property
+    def fused_tbs_per_cpu_s(self) -> float:
+        """Simulated thread blocks of the megakernel per second of CPU time: the engine's speed."""
+        return self.num_tbs / self.fused_sim_cpu_s if self.fused_sim_cpu_s > 0 else 0.0
 
     def to_json(self) -> dict:
         f, n = self.fused, self.nonfused
@@ -90,5 +97,7 @@ class SimResult:
                 "l2_hit_rate": f.l2_hit_rate, "nonfused_l2_hit_rate": n.l2_hit_rate,
                 "dram_bytes": f.dram_bytes, "nonfused_dram_bytes": n.dram_bytes,
                 "spin_us": f.spin_us, "sim_seconds": self.sim_seconds,
+                "fused_sim_cpu_s": self.fused_sim_cpu_s, "nonfused_sim_cpu_s": self.nonfused_sim_cpu_s,
+                "fused_tbs_per_cpu_s": self.fused_tbs_per_cpu_s,
                 "nonfused_kernels_us": [b - a for a, b in n.kernel_spans_us],
                 "l2": f.l2, "graph": self.graph_summary}

@@ -14,7 +14,8 @@ from megasim.app.catalog import partition_for
 
 SMALL = ["--shape", "2,32,20,20,32"]
 KEYS = {"layer", "gpu", "strategy", "fused_us", "nonfused_us", "speedup", "num_tbs", "infusible",
-        "l2_hit_rate", "dram_bytes", "spin_us", "sim_seconds"}
+        "l2_hit_rate", "dram_bytes", "spin_us", "sim_seconds", "fused_sim_cpu_s", "nonfused_sim_cpu_s",
+        "fused_tbs_per_cpu_s"}
 
 
 def run(capsys, *argv):
@@ -28,6 +29,8 @@ def test_simulate_json_has_the_contract_keys(capsys):
     doc = json.loads(out)
     assert rc == 0 and KEYS <= set(doc)
     assert doc["speedup"] == pytest.approx(doc["nonfused_us"] / doc["fused_us"])
+    assert doc["fused_sim_cpu_s"] > 0 and doc["nonfused_sim_cpu_s"] > 0
+    assert doc["fused_tbs_per_cpu_s"] == pytest.approx(doc["num_tbs"] / doc["fused_sim_cpu_s"])
 
 
 def test_simulate_default_prints_a_table(capsys):
