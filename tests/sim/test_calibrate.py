@@ -21,7 +21,7 @@ def _runs(spec):
     runs = []
     # A-C under three mappings each; D (throughput-bound) and E (latency-bound) let stage 2 tell a block's
     # rate from its latency, which add
-    for name, n, c, k in (("A", 4, 64, 128), ("B", 4, 256, 128), ("C", 32, 128, 256), ("D", 64, 256, 256),
+    for name, n, c, k in (("A", 4, 64, 128), ("B", 4, 256, 128), ("C", 32, 128, 256), ("D", 32, 256, 256),
                           ("E", 1, 32, 32)):
         layer = {"n": n, "c": c, "h": 28, "w": 28, "k": k, "name": name}
         for dig, m in ((0, 1), (64, 2), (512, 4)) if name in "ABC" else ((512, 4),):
