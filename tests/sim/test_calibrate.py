@@ -48,7 +48,7 @@ def test_stage2_recovers_compute_efficiency(small_gpu):
     runs = _runs(truth)
     guess = small_gpu.with_model(compute_efficiency={k: 0.7 for k in TRUTH})
     with ProcessPoolExecutor(2) as pool:
-        eff, errors = fit_compute_efficiency(runs, guess, evals=80, pool=pool)
+        eff, errors = fit_compute_efficiency(runs, guess, evals=80, pool=pool, host_floor_us=0.0)
     dram, steps, fixed = eff.pop("dram_access_efficiency"), eff.pop("step_cycles"), eff.pop("block_fixed_cycles")
     assert set(dram) == {"filter_transform", "input_transform", "output_transform"}
     assert guess.serial_latency == "additive" and set(fixed) == set(TRUTH)
