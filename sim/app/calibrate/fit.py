@@ -124,7 +124,19 @@ def stage2_sample(runs, per_variant: int = 8, max_tasks: int = 40_000) -> list[d
     return paper + chosen
 
 
-def _fit_op(layers, op, spec, pool, evals: int = 120):
+HOST_HIDDEN_US = 20.0
+STAGE2_EVALS = 120
+OVERHEADS = (0, 2500, 5000, 10000, 15000)
+USABLE = (0.25, 0.5, 0.75, 1.0)
+
+
+def fit_probes() -> int:
+    """Stage 2's and 3's budget of simulated probes (Powell's, then Nelder-Mead's half, per task type; the
+    stage 3 grid), which a progress bar counts."""
+    return len(Op) * (STAGE2_EVALS + STAGE2_EVALS // 2) + len(OVERHEADS) * len(USABLE)
+
+
+def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
     """Compute efficiency, serial step latency, (additive latency) a block's fixed cycles and (transforms)
     DRAM access efficiency of one task type, jointly (Nelder-Mead on their logs; a DRAM access efficiency
     is clipped to [0.3, 1]). Jointly, because with latency on top of throughput they trade against each
@@ -147,6 +159,8 @@ def _fit_op(layers, op, spec, pool, evals: int = 120):
                              step_cycles={**spec.step_cycles, name: step},
                              block_fixed_cycles={**spec.block_fixed_cycles, **({name: fixed} if additive else {})},
                              dram_access_efficiency={**spec.dram_access_efficiency, **({name: dram} if transform else {})})
+        if tick:
+            tick()
         return _kernel_error(layers, op, s, pool)
 
     bounds = [(math.log(0.005), 0.0), (0.0, 20.0)] + [(0.0, 30.0)] * additive + [(0.3, 1.0)] * transform
@@ -159,9 +173,6 @@ def _fit_op(layers, op, spec, pool, evals: int = 120):
     eff, step, fixed, dram = unpack(best.x)
     return float(best.fun), eff, (round(dram, 4) if transform else None), round(step, 1), \
         (round(fixed, 1) if additive else None)
-
-
-HOST_HIDDEN_US = 20.0
 
 
 def host_hidden(layers, op: Op, floor_us: float) -> list:
@@ -177,7 +188,8 @@ def host_hidden(layers, op: Op, floor_us: float) -> list:
     return kept if len(kept) >= 3 else layers
 
 
-def fit_compute_efficiency(runs, spec, evals: int = 120, pool=None, log=None, host_floor_us: float = HOST_HIDDEN_US):
+def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log=None, host_floor_us: float = HOST_HIDDEN_US,
+                           tick=None):
     """Stage 2: per task type, the constants minimising the log error of its kernel over `stage2_sample`
     (its host-hidden kernels): compute efficiency, the latency of a block's serial step (`step_cycles`), a
     block's fixed cycles and, for a transform, the fraction of the DRAM stream rate its access pattern
@@ -186,7 +198,7 @@ def fit_compute_efficiency(runs, spec, evals: int = 120, pool=None, log=None, ho
     fitted, errors, dram, step, fixed = {}, {}, {}, {}, {}
     for op in Op:
         layers = host_hidden(sample, op, host_floor_us)
-        err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals)
+        err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals, tick)
         name = OP_NAMES[op]
         if d is not None:
             dram[name] = d
@@ -214,8 +226,8 @@ def _log_error(spec, runs, pool=None) -> float:
     return _balanced_mean(runs, list(pool.map(_fused_log_error, jobs) if pool else map(_fused_log_error, jobs)))
 
 
-def fit_fused(runs, spec, overheads=(0, 2500, 5000, 10000, 15000), usable=(0.25, 0.5, 0.75, 1.0),
-              sample: int = 24, pool=None) -> tuple[dict, float]:
+def fit_fused(runs, spec, overheads=OVERHEADS, usable=USABLE,
+              sample: int = 24, pool=None, tick=None) -> tuple[dict, float]:
     """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs, half from the
     paper layers and half from the corpus where both are given."""
     from megasim.app.calibrate.predict import graph_of
@@ -227,6 +239,8 @@ def fit_fused(runs, spec, overheads=(0, 2500, 5000, 10000, 15000), usable=(0.25,
     for oh in overheads:
         for u in usable:
             err = _log_error(spec.with_model(task_overhead_cycles=oh, l2_usable_fraction=u), chosen, pool)
+            if tick:
+                tick()
             if best is None or err < best[1]:
                 best = ({"task_overhead_cycles": oh, "l2_usable_fraction": u}, err)
     return best

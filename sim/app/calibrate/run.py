@@ -7,11 +7,12 @@ import math
 import os
 from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
-from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, hardware_overrides, work_cv_from_trace
+from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.measurements import load_runs
 from megasim.app.calibrate.metrics import summarise
 from megasim.app.calibrate.uncertainty import Uncertainty
@@ -37,6 +38,17 @@ def corpus_runs(path: Path) -> list[dict]:
             for run in json.loads(line).get("runs", [])]
 
 
+@contextmanager
+def _fit_progress():
+    """A bar on stderr that counts stage 2's and 3's simulated probes (each a batch of kernels or fused runs).
+    Its total is the stages' budget; a task type that converges early leaves the bar short of its end."""
+    from rich.console import Console
+    from rich.progress import Progress
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("fitting", total=fit_probes())
+        yield lambda: bar.advance(task)
+
+
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> CalibrationProfile:
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`."""
     spec = load_gpu(gpu_name)
@@ -49,8 +61,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
-    with ProcessPoolExecutor(jobs) as pool:
-        fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log)
+    with ProcessPoolExecutor(jobs) as pool, _fit_progress() as tick:
+        fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log, tick=tick)
         dram, step, fixed = (fitted.pop(k) for k in ("dram_access_efficiency", "step_cycles", "block_fixed_cycles"))
         eff = fitted
         log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
@@ -58,7 +70,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
                                  gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step,
                                  block_fixed_cycles=fixed)
-        fused, err = fit_fused(runs + corpus, spec2, pool=pool)
+        fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
