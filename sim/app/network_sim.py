@@ -51,7 +51,9 @@ def simulate_layer(entry: NetworkLayer, path: Path | None, args, gpu) -> LayerTi
     return LayerTimes(result.fused.time_us, result.nonfused.time_us,
                       {"variant": graph.variant.m, "mode": mode, "strategy": result.strategy,
                        "params": result.params, "num_tbs": result.num_tbs, "infusible": result.infusible,
-                       "sim_seconds": result.sim_seconds})
+                       "sim_seconds": result.sim_seconds, "fused_sim_cpu_s": result.fused_sim_cpu_s,
+                       "nonfused_sim_cpu_s": result.nonfused_sim_cpu_s,
+                       "fused_tbs_per_cpu_s": result.fused_tbs_per_cpu_s})
 
 
 def simulate_network(args) -> int:

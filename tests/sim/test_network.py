@@ -102,6 +102,8 @@ def test_simulate_resnet50_totals_are_the_count_weighted_sum(capsys):
     assert t["nonfused_us"] == pytest.approx(sum(r["count"] * r["nonfused_us"] for r in rows))
     assert t["speedup"] == pytest.approx(t["nonfused_us"] / t["fused_us"])
     assert t["covered_convs"] == 13 and t["uncovered_convs"] == 40 and t["distinct_runs"] == 4
+    assert all(r["fused_sim_cpu_s"] > 0 and r["nonfused_sim_cpu_s"] > 0 for r in rows)
+    assert all(r["fused_tbs_per_cpu_s"] == pytest.approx(r["num_tbs"] / r["fused_sim_cpu_s"]) for r in rows)
     assert {(u["name"], u["count"]) for u in doc["uncovered"]} >= {("conv1", 1), ("conv4_x expand", 6)}
     assert sum(u["count"] for u in doc["uncovered"]) == 40
     # The network's row of a layer is what `simulate --shape` of that layer predicts.
@@ -116,6 +118,7 @@ class _FakeResult:
         self.fused, self.nonfused = SimpleNamespace(time_us=float(us)), SimpleNamespace(time_us=1.5 * us)
         self.strategy, self.params, self.num_tbs = mapping.strategy, mapping.params, graph.num_tasks
         self.infusible, self.sim_seconds, self.mode = 0, 0.0, mode
+        self.fused_sim_cpu_s = self.nonfused_sim_cpu_s = self.fused_tbs_per_cpu_s = 0.0
 
 
 @pytest.fixture
