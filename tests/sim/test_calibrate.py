@@ -121,3 +121,11 @@ def test_a_profile_is_stale_on_other_kernels_unless_revalidated_on_them():
     revalidated = CalibrationProfile(gpu="h200", provenance={"kernel_build": "000000000000",
                                                              "revalidated_builds": [kernel_build_hash()]})
     assert revalidated.stale() is None
+
+
+def test_stage2_skips_runs_whose_kernel_times_disagree_with_their_pipeline():
+    from megasim.app.calibrate.fit import consistent
+    # small kernels timed from the host may add up to twice the pipeline: that is the host, not a glitch
+    assert consistent({"nonfused_kernels_us": [7.2, 6.6, 8.2, 10.1], "nonfused_us": 15.3})
+    # four ~80 us kernels in a 36 us pipeline (an H100 corpus shape) are a glitch
+    assert not consistent({"nonfused_kernels_us": [82.6, 77.3, 79.5, 77.0], "nonfused_us": 35.8})
