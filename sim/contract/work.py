@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import Op
+from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring
 from megasim.contract.transforms import transform_flops
 
@@ -73,8 +73,6 @@ def issued_flops(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     return steps * per_step[graph.op]
 
 
-
-
 def block_latency_cycles(graph, gpu) -> tuple[np.ndarray, np.ndarray]:
     """(floor, added), float64[T] cycles: what each block's latency costs beyond its shared-resource jobs.
 
@@ -83,7 +81,6 @@ def block_latency_cycles(graph, gpu) -> tuple[np.ndarray, np.ndarray]:
     it is "floor": the block ends no sooner than that after it became ready. Fitted on the corpus kernels,
     the additive form predicts held-out kernels with roughly half the error of the floor form.
     """
-    from megasim.contract.problem import OP_NAMES
     steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else np.asarray(graph.serial_steps, float)
     per_step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
     fixed = np.array([gpu.block_fixed_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]

@@ -6,8 +6,8 @@
 2. Per task type, from its non-fused kernels each timed alone (training paper
    layers and a sample of training corpus shapes): compute efficiency, the
    latency of a serial step, a block's fixed cycles and (transforms) DRAM
-   access efficiency, fitted jointly (Nelder-Mead, scipy) on the mean squared
-   log error.
+   access efficiency, fitted jointly (Powell, then Nelder-Mead; scipy) on the
+   mean squared log error.
 3. What only the megakernel shows (block overhead, usable L2 under fusion):
    a small grid search minimising the log error of fused time on a sample of
    the training runs.
@@ -138,8 +138,9 @@ def fit_probes() -> int:
 
 def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
     """Compute efficiency, serial step latency, (additive latency) a block's fixed cycles and (transforms)
-    DRAM access efficiency of one task type, jointly (Nelder-Mead on their logs; a DRAM access efficiency
-    is clipped to [0.3, 1]). Jointly, because with latency on top of throughput they trade against each
+    DRAM access efficiency of one task type, jointly: Powell within bounds (efficiency on a log scale,
+    latencies in thousands of cycles, DRAM access in [0.3, 1]), then Nelder-Mead from its result, which can
+    move off the axes Powell searches along. Jointly, because with latency on top of throughput they trade against each
     other: one coordinate at a time, a low efficiency that stands in for missing latency makes every
     latency step look worse, and the descent stalls there."""
     from scipy.optimize import minimize
@@ -197,8 +198,8 @@ def host_hidden(layers, op: Op, floor_us: float) -> list:
     return kept if len(kept) >= 3 else layers
 
 
-def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log=None, host_floor_us: float = HOST_HIDDEN_US,
-                           tick=None):
+def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log=None,
+                           host_floor_us: float = HOST_HIDDEN_US, tick=None):
     """Stage 2: per task type, the constants minimising the log error of its kernel over `stage2_sample`
     (its host-hidden kernels): compute efficiency, the latency of a block's serial step (`step_cycles`), a
     block's fixed cycles and, for a transform, the fraction of the DRAM stream rate its access pattern
