@@ -30,26 +30,44 @@ class NonFusedConv:
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}
 
-    def launch(self, x, w, y, stream=None) -> None:
+    def launch(self, x, w, y, stream=None, stages: int = len(Op)) -> None:
+        """The first `stages` kernels in stage order (all four unless a prefix is asked for)."""
         cp, g, ws = self._cp, self.graph.geometry, self.ws
         stream = stream or cp.cuda.get_current_stream()
         nt = (self.graph.partition.threads,)
         fn = self.module.function
-        fn("ms_filter_kernel")((g.n_f,), nt, (w, ws.U), stream=stream)
-        fn("ms_input_kernel")((g.n_g * g.s_i,), nt, (x, ws.V), stream=stream)
-        fn("ms_gemm_kernel")((g.n_g * g.s_g,), nt, (ws.U, ws.V, ws.M), stream=stream)
-        fn("ms_output_kernel")((g.n_g * g.s_o,), nt, (ws.M, y), stream=stream)
+        calls = (("ms_filter_kernel", g.n_f, (w, ws.U)), ("ms_input_kernel", g.n_g * g.s_i, (x, ws.V)),
+                 ("ms_gemm_kernel", g.n_g * g.s_g, (ws.U, ws.V, ws.M)),
+                 ("ms_output_kernel", g.n_g * g.s_o, (ws.M, y)))
+        for name, blocks, args in calls[:stages]:
+            fn(name)((blocks,), nt, args, stream=stream)
 
-    def capture(self, x, w, y):
-        """A CUDA graph of the four launches on these buffers (cached per buffer set)."""
-        key = (x.data.ptr, w.data.ptr, y.data.ptr)
+    def capture(self, x, w, y, stages: int = len(Op)):
+        """A CUDA graph of the first `stages` launches on these buffers (cached per buffer set and prefix)."""
+        key = (x.data.ptr, w.data.ptr, y.data.ptr, stages)
         if key not in self.graphs:
             stream = self._cp.cuda.Stream(non_blocking=True)
             with stream:
                 stream.begin_capture()
-                self.launch(x, w, y, stream=stream)
+                self.launch(x, w, y, stream=stream, stages=stages)
                 self.graphs[key] = stream.end_capture()
         return self.graphs[key]
+
+    def stage_times_graphed(self, xs, ws, ys, reps: int) -> dict:
+        """Each kernel's time inside the pipeline with no host in the way: graphs of the first 1, 2, 3 and 4
+        launches, each timed alone (`time_launches`, rotating over the input sets); kernel j is prefix j
+        less prefix j-1. Events between eager launches (`calibrate.gpu_runs`) also time the host whenever
+        Python issues a launch slower than the GPU runs the previous kernel, which small shapes do.
+        The first kernel's share carries the graph's launch; `floor_us`, a graph of one empty kernel,
+        says how much that is."""
+        from megasim.gpu.timing import time_launches
+        cp, n = self._cp, len(xs)
+        prefix = []
+        for k in range(1, len(Op) + 1):
+            graphs = [self.capture(xs[i], ws[i], ys[i], stages=k) for i in range(n)]
+            prefix.append(time_launches(cp, lambda i: graphs[i].launch(), n, reps)["median_us"])
+        kernels = [prefix[0]] + [b - a for a, b in zip(prefix, prefix[1:])]
+        return {"prefix_us": prefix, "kernels_us": kernels, "floor_us": _empty_graph_us(cp, reps)}
 
     def launch_graph(self, x, w, y, stream=None) -> None:
         stream = stream or self._cp.cuda.get_current_stream()
@@ -73,6 +91,19 @@ class NonFusedConv:
         fn("ms_output_kernel_trace")((g.n_g * g.s_o,), nt, (ws.M, y, buf, first[3]))
         cp.cuda.get_current_stream().synchronize()
         return records_from_trace(graph, buf.get())
+
+
+def _empty_graph_us(cp, reps: int) -> float:
+    """Median time of a CUDA graph holding one one-thread kernel that does nothing useful."""
+    from megasim.gpu.timing import time_launches
+    nop = cp.ElementwiseKernel("", "float32 y", "y = 0.0f", "ms_graph_floor")
+    buf = cp.zeros(1, dtype=cp.float32)
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        nop(buf)
+        graph = stream.end_capture()
+    return time_launches(cp, lambda i: graph.launch(), 1, reps)["median_us"]
 
 
 __all__ = ["NonFusedConv"]

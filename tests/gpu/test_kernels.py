@@ -111,6 +111,26 @@ def test_bitwise_identical_across_mappings_and_paths():
     assert bool((y == ref).all()), "graph-captured non-fused differs"
 
 
+def test_stage_times_graphed_add_up_to_the_pipeline():
+    """Graph prefixes time each kernel without the host: the kernels add up to the four-kernel graph, each
+    is positive, a one-kernel prefix computes only U (V, M and y untouched), and the empty graph is cheaper
+    than any prefix."""
+    layer = Layer(8, 64, 28, 28, 64, "graphed")
+    graph = build_graph(layer, WinogradVariant(4), PART)
+    sets = [[cp.asarray(a) for a in _data(layer, seed)] for seed in (1, 2)]
+    xs, ws_ = [x for x, _ in sets], [w for _, w in sets]
+    ys = [_poisoned(layer) for _ in range(2)]
+    nf = NonFusedConv(graph)
+    t = nf.stage_times_graphed(xs, ws_, ys, reps=10)
+    assert all(k > 0 for k in t["kernels_us"]), t
+    assert abs(sum(t["kernels_us"]) - t["prefix_us"][-1]) < 1e-6
+    assert 0 < t["floor_us"] < t["prefix_us"][0]
+    y = _poisoned(layer)
+    nf.capture(xs[0], ws_[0], y, stages=1).launch()
+    cp.cuda.get_current_stream().synchronize()
+    assert bool(cp.isnan(y).all()), "a filter-only prefix wrote the output"
+
+
 def test_dropped_parent_times_out_quickly():
     layer = Layer(2, 16, 16, 16, 32, "illegal")
     graph = build_graph(layer, WinogradVariant(4), SMALL)
