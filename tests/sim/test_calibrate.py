@@ -129,3 +129,27 @@ def test_stage2_skips_runs_whose_kernel_times_disagree_with_their_pipeline():
     assert consistent({"nonfused_kernels_us": [7.2, 6.6, 8.2, 10.1], "nonfused_us": 15.3})
     # four ~80 us kernels in a 36 us pipeline (an H100 corpus shape) are a glitch
     assert not consistent({"nonfused_kernels_us": [82.6, 77.3, 79.5, 77.0], "nonfused_us": 35.8})
+
+
+def test_graph_timed_kernels_attach_to_their_runs_and_are_fitted_as_graph_prefixes(small_gpu, tmp_path):
+    import json
+    from megasim.app.calibrate.fit import _kernel_log_error, host_hidden
+    from megasim.app.calibrate.measurements import attach_graph_kernels
+    from megasim.app.calibrate.predict import predict_kernel_in_graph
+    spec = small_gpu.with_model(launch_overhead_us=0.9, first_launch_us=1.7)
+    runs = _runs(spec)
+    a = runs[0]
+    graphed = [predict_kernel_in_graph(a, op, spec) for op in Op]
+    assert graphed[0] == a["nonfused_kernels_us"][0]
+    assert graphed[1] == pytest.approx(a["nonfused_kernels_us"][1] - 0.8)  # one launch gap, not a first launch
+    path = tmp_path / "g.jsonl"
+    line = {"shape": "A", "layer": a["layer"], "variant": 4, "partition": a["partition"], "graph_kernels_us": graphed}
+    path.write_text(json.dumps(line) + "\n")
+    assert attach_graph_kernels(runs, path) == 3  # A under its three mappings; B-E were not timed in a graph
+    assert all(_kernel_log_error((a, op, spec)) < 1e-12 for op in Op)
+    tiny = [{**r, "nonfused_kernels_us": [1.0] * 4} for r in runs]
+    assert {r["layer"]["name"] for r in host_hidden(tiny, Op.GEMM, 20.0)} == {"A"}  # graphed: kept however small
+    assert attach_graph_kernels(runs, tmp_path / "absent.jsonl") == 0
+    path.write_text(json.dumps({**line, "graph_kernels_us": [1.0, 2.0]}) + "\n")
+    with pytest.raises(MegasimError, match="line 1"):
+        attach_graph_kernels(runs, path)

@@ -23,7 +23,7 @@ from statistics import fmean
 
 import numpy as np
 
-from megasim.app.calibrate.predict import predict_fused, predict_kernel
+from megasim.app.calibrate.predict import measured_kernel, predict_fused, predict_kernel, predict_kernel_in_graph
 from megasim.contract.problem import OP_NAMES, Op
 
 
@@ -65,7 +65,9 @@ def hardware_overrides(micro: dict, spec) -> tuple[dict, dict]:
 
 def _kernel_log_error(job) -> float:
     run, op, spec = job
-    return (math.log(predict_kernel(run, op, spec)) - math.log(run["nonfused_kernels_us"][op])) ** 2
+    measured, graphed = measured_kernel(run, op)
+    predicted = (predict_kernel_in_graph if graphed else predict_kernel)(run, op, spec)
+    return (math.log(predicted) - math.log(measured)) ** 2
 
 
 def _is_corpus(run) -> bool:
@@ -181,6 +183,8 @@ def consistent(run, floor_us: float = HOST_HIDDEN_US, slack: float = 1.25) -> bo
     (`host_hidden`) must not add up to more than `slack` times the whole pipeline. None of the H200's runs
     fails this; three of the H100 corpus do (one with four ~80 us kernels in a 36 us pipeline), a glitch in
     the per-kernel timing that stage 2 would otherwise fit as physics."""
+    if run.get("nonfused_kernels_graph_us"):
+        return True
     hidden = sum(t for t in run["nonfused_kernels_us"] if t >= floor_us)
     return hidden <= slack * run["nonfused_us"]
 
@@ -193,8 +197,9 @@ def host_hidden(layers, op: Op, floor_us: float) -> list:
     kernels' event times sum to 1.13x the graph-captured total (up to 2.1x on the smallest shapes), and no
     kernel times under 3.6-7.2 us whatever its work. Fitted as GPU physics, that host time became fixed
     cycles on every block and made the non-fused prediction 10% slow, the fusion-wins lean. So stage 2
-    fits a task type on its kernels of at least `floor_us` (all of them if fewer than three are)."""
-    kept = [r for r in layers if r["nonfused_kernels_us"][op] >= floor_us]
+    fits a task type on its kernels of at least `floor_us` (all of them if fewer than three are). A kernel
+    timed inside a CUDA graph (`nonfused_kernels_graph_us`) has no host in its time and is always kept."""
+    kept = [r for r in layers if r.get("nonfused_kernels_graph_us") or r["nonfused_kernels_us"][op] >= floor_us]
     return kept if len(kept) >= 3 else layers
 
 

@@ -9,11 +9,12 @@ the predictors take, unchanged.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Optional
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json
+from megasim.contract.files import read_json, read_text
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.mapping.io import LayerDoc
 from megasim.contract.problem import VARIANTS, Layer, Partition
@@ -45,6 +46,16 @@ class Run:
 
 
 @dataclass(kw_only=True)
+class GraphKernels:
+    """One shape's non-fused kernels timed as CUDA-graph prefixes (a line of `<gpu>_kernel_graph_times.jsonl`)."""
+    __pydantic_config__ = {"extra": "allow"}
+    layer: _NamedLayer
+    variant: one_of(VARIANTS) = 4
+    partition: dict[Text, Dimension]
+    graph_kernels_us: Annotated[list[Micros], Items(min_length=4, max_length=4)]
+
+
+@dataclass(kw_only=True)
 class RunsFile:
     __pydantic_config__ = {"extra": "allow"}
     header: dict[Text, Any] = field(default_factory=dict)
@@ -67,3 +78,36 @@ def load_runs(path) -> tuple[dict, list[dict]]:
         except MegasimError as exc:
             raise MegasimError(f"{where}: {exc}") from None
     return doc.get("header", {}), doc["runs"]
+
+
+def _run_key(run: dict) -> str:
+    return json.dumps([run["layer"], run.get("variant", 4), run["partition"]], sort_keys=True)
+
+
+def attach_graph_kernels(runs: list[dict], path) -> int:
+    """Give every run whose layer, variant and partition a line of `path` (JSON lines) measured the field
+    `nonfused_kernels_graph_us`, that line's graph-prefix kernel times; returns how many runs got one.
+
+    Stage 2 fits task types on these where present: unlike the eager event times they carry no host time.
+    A missing file attaches nothing; a malformed line is one MegasimError naming it."""
+    from pathlib import Path
+    path = Path(path)
+    if not path.exists():
+        return 0
+    by_key = {}
+    for i, line in enumerate(read_text(path).splitlines()):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError as exc:
+            raise MegasimError(f"{path}: line {i + 1}: not JSON ({exc})") from None
+        parse(GraphKernels, doc, f"{path}: line {i + 1}")
+        by_key[_run_key(doc)] = [float(t) for t in doc["graph_kernels_us"]]
+    attached = 0
+    for run in runs:
+        kernels = by_key.get(_run_key(run))
+        if kernels:
+            run["nonfused_kernels_graph_us"] = kernels
+            attached += 1
+    return attached

@@ -53,3 +53,17 @@ def predict_nonfused(run: dict, spec) -> tuple[float, tuple]:
 def predict_kernel(run: dict, op: Op, spec) -> float:
     """One non-fused kernel alone (its own launch, cold L2 as far as the model is concerned)."""
     return SimpyInterpreter(spec).run(graph_of(run), None, RunConfig(launch=OP_NAMES[op])).time_us
+
+
+def predict_kernel_in_graph(run: dict, op: Op, spec) -> float:
+    """One non-fused kernel as a graph prefix difference measures it (`NonFusedConv.stage_times_graphed`):
+    the first stage with the sequence's first launch, a later one with one launch gap in place of it."""
+    alone = predict_kernel(run, op, spec)
+    return alone if op == Op.FILTER_TRANSFORM else alone - spec.first_launch_us + spec.launch_overhead_us
+
+
+def measured_kernel(run: dict, op: Op) -> tuple[float, bool]:
+    """(time, timed in a graph) of one non-fused kernel of a run: its graph-prefix time where the run has one
+    (`attach_graph_kernels`), else the time between eager events."""
+    graphed = run.get("nonfused_kernels_graph_us")
+    return (graphed[op], True) if graphed else (run["nonfused_kernels_us"][op], False)

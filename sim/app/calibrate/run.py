@@ -13,7 +13,7 @@ from pathlib import Path
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
-from megasim.app.calibrate.measurements import load_runs
+from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
 from megasim.app.calibrate.metrics import summarise
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
@@ -27,7 +27,8 @@ from megasim.contract.records import records_from_dicts
 def raw_paths(raw_dir, gpu: str) -> dict:
     raw = Path(raw_dir)
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
-            "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl"}
+            "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
+            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl"}
 
 
 def corpus_runs(path: Path) -> list[dict]:
@@ -56,6 +57,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     micro = read_json(paths["micro"])
     header, runs = load_runs(paths["runs"])
     corpus = corpus_runs(paths["corpus"])
+    graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
+    log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
     if paths["trace"].exists():
         model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
@@ -78,7 +81,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
                "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
                "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
-                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"])
+                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"])
                                      if p.exists()],
                     "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),
                     "kernel_build": header.get("kernel_build", kernel_build_hash()),
