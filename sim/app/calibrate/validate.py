@@ -46,7 +46,9 @@ def predict_runs(runs: list[dict], spec, jobs: int = 2) -> list[dict]:
     for i, r in enumerate(rows):
         src = shared[(r["layer"], str(runs[i]["partition"]))]
         r["pred_nonfused_us"], r["pred_kernels_us"] = src["pred_nonfused_us"], src["pred_kernels_us"]
-        r["nonfused_kernels_us"] = runs[i].get("nonfused_kernels_us")
+        graphed = runs[i].get("nonfused_kernels_graph_us")
+        r["nonfused_kernels_us"] = graphed or runs[i].get("nonfused_kernels_us")
+        r["kernels_timed"] = "graph" if graphed else "events"
     return rows
 
 
