@@ -118,7 +118,7 @@ class _Machine:
         order = np.concatenate([k.tasks for k in kernels])
         self.blocks = cols = BlockColumns(order, graph, gpu, work_scale(len(order), gpu.block_work_cv, seed))
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
-        self.t_start, self.t_ready, self.t_end = cols.t_start, cols.t_ready, cols.t_end
+        self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
@@ -156,28 +156,29 @@ class _Machine:
 
     def pump(self, now: float) -> None:
         """Hand out blocks in logical order while the policy finds free slots."""
+        nxt, size, queue = self.next, self.size, self.queue
+        if nxt >= size or (queue and not queue.fifo):
+            return
         t = self.next_dispatch_at
         if t < now:
             t = now
-        interval, latency, looped = self.interval, self.latency, self.looped
-        queue, take, call_later, start = self.queue, self.policy.take, self.call_later, self.start
-        sms, t_dispatch = self.sm, self.blocks.t_dispatch
-        nxt, size, base, launched = self.next, self.size, self.base, self.launched_blocks
-        while nxt < size and (not queue or queue.fifo):
+        take, call_later, start, launched = self.policy.take, self.call_later, self.start, self.launched_blocks
+        while True:
             sm = take(nxt)
             if sm < 0:
                 break
-            b = queue.fifo.popleft() if queue else base + nxt
-            new_block = nxt < launched
-            nxt += 1
-            sms[b] = sm
-            if new_block:
-                t_dispatch[b] = t
-                call_later(now, t - now + latency, start, b)
-                t += interval
+            b = queue.fifo.popleft() if queue else self.base + nxt
+            self.sm[b] = sm
+            if nxt < launched:
+                self.t_dispatch[b] = t
+                call_later(now, t - now + self.latency, start, b)
+                t += self.interval
             else:
-                t_dispatch[b] = now
-                call_later(now, looped, start, b)
+                self.t_dispatch[b] = now
+                call_later(now, self.looped, start, b)
+            nxt += 1
+            if nxt >= size or (queue and not queue.fifo):
+                break
         self.next = nxt
         self.next_dispatch_at = t
 
