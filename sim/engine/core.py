@@ -106,7 +106,7 @@ class _Machine:
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
         self.policy_name, self.policy_options = policy, policy_options
         self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
-        self.l2_read = self.l2.read
+        self.l2_read, self.l2_write = self.l2.read, self.l2.write
         self.waits = view(graph.waits_on.reshape(-1))
         self.signals = view(graph.signals)
         self.remaining = graph.counter_init.tolist()
@@ -187,10 +187,10 @@ class _Machine:
         """The block has taken its ticket and read its task: poll its counters."""
         self.t_start[b] = now
         if self.spins:
-            task = self.order[b]
+            i = 2 * self.order[b]
+            remaining, waits = self.remaining, self.waits
             pend = 0
-            remaining = self.remaining
-            for c in (self.waits[2 * task], self.waits[2 * task + 1]):
+            for c in (waits[i], waits[i + 1]):
                 if c != NO_COUNTER and remaining[c] > 0:
                     self.waiters.setdefault(c, []).append(b)
                     pend += 1
@@ -230,15 +230,14 @@ class _Machine:
     def finish(self, now: float, b: int) -> None:
         self.t_end[b] = now
         task = self.order[b]
-        self.l2.write(task)
-        self.done_total += 1
+        self.l2_write(task)
         self.done_in_kernel += 1
         hold = 0.0
         if self.check:
             c = self.signals[task]
             if c != NO_COUNTER:
-                self.remaining[c] -= 1
-                if self.remaining[c] == 0:
+                left = self.remaining[c] = self.remaining[c] - 1
+                if not left:
                     if self.queue:
                         hold = self._push(now, c)
                     else:
@@ -248,6 +247,7 @@ class _Machine:
                 if root:
                     self.call_later(now, hold + self.push_delay, self._pushed, root)
         if self.done_in_kernel == self.size:
+            self.done_total += self.size
             self.policy.release(self.sm[b])
             self.spans[-1][1] = now
             if self.kernel_index + 1 < len(self.kernels):

@@ -75,32 +75,40 @@ class PSQueue:
         v = self.v = self.v + (now - self.t) * self.r
         self.t = now
         heap = self.heap
+        if not heap:
+            return
         r = self.r
         limit = v + r * self.half + _EPS * (1.0 + v)
-        if heap and heap[0][0] <= limit:
-            finished = [heappop(heap)[2]]
-            while heap and heap[0][0] <= limit:
-                finished.append(heappop(heap)[2])
-            n = len(heap)
-            share = self.capacity / n if n else 0.0
-            cap = self.job_cap
-            r = self.r = share if share < cap else cap
-            self.armed_at = inf
-        elif heap:
+        if heap[0][0] > limit:
             when = now + (heap[0][0] - v) / r
             if when < self.armed_at - _EPS:
                 self.armed_at = when
                 token = self.token = self.token + 1
                 self.call_later(now, when - now, self.fire, token)
             return
-        else:
-            return
+        job = heappop(heap)[2]
+        finished = None
+        while heap and heap[0][0] <= limit:
+            if finished is None:
+                finished = [job]
+            finished.append(heappop(heap)[2])
+        self.armed_at = inf
         if heap:
-            when = now + (heap[0][0] - v) / r
+            share = self.capacity / len(heap)
+            cap = self.job_cap
+            r = self.r = share if share < cap else cap
+            when = self.armed_at = now + (heap[0][0] - v) / r
             token = self.token = self.token + 1
-            self.armed_at = when
             self.call_later(now, when - now, self.fire, token)
+        else:
+            self.r = 0.0
         pending = self.pending
+        if finished is None:
+            left = pending[job] - 1
+            pending[job] = left
+            if not left:
+                self.done(now, job)
+            return
         for job in finished:
             left = pending[job] - 1
             pending[job] = left
