@@ -79,38 +79,27 @@ class PSQueue:
             return
         r = self.r
         limit = v + r * self.half + _EPS * (1.0 + v)
-        if heap[0][0] > limit:
+        job = finished = None
+        if heap[0][0] <= limit:
+            job = heappop(heap)[2]
+            while heap and heap[0][0] <= limit:
+                if finished is None:
+                    finished = [job]
+                finished.append(heappop(heap)[2])
+            share = self.capacity / len(heap) if heap else 0.0
+            cap = self.job_cap
+            r = self.r = share if share < cap else cap
+            self.armed_at = inf
+        if heap:
             when = now + (heap[0][0] - v) / r
             if when < self.armed_at - _EPS:
                 self.armed_at = when
                 token = self.token = self.token + 1
                 self.call_later(now, when - now, self.fire, token)
+        if job is None:
             return
-        job = heappop(heap)[2]
-        finished = None
-        while heap and heap[0][0] <= limit:
-            if finished is None:
-                finished = [job]
-            finished.append(heappop(heap)[2])
-        self.armed_at = inf
-        if heap:
-            share = self.capacity / len(heap)
-            cap = self.job_cap
-            r = self.r = share if share < cap else cap
-            when = self.armed_at = now + (heap[0][0] - v) / r
-            token = self.token = self.token + 1
-            self.call_later(now, when - now, self.fire, token)
-        else:
-            self.r = 0.0
         pending = self.pending
-        if finished is None:
-            left = pending[job] - 1
-            pending[job] = left
-            if not left:
-                self.done(now, job)
-            return
-        for job in finished:
-            left = pending[job] - 1
-            pending[job] = left
+        for job in finished or (job,):
+            left = pending[job] = pending[job] - 1
             if not left:
                 self.done(now, job)
