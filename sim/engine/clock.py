@@ -25,35 +25,32 @@ from __future__ import annotations
 
 
 class Clock:
-    """`call_later` and the instant runner are closures over the pending instants: the hot path reads
-    cell variables, not attributes."""
-
-    __slots__ = ("env", "quantum", "pending", "call_later")
+    __slots__ = ("env", "quantum", "pending", "run", "timeout")
 
     def __init__(self, env, quantum: float = 0.0):
         self.env = env
         self.quantum = quantum
-        self.pending = pending = {}
-        timeout = env.timeout
+        self.pending: dict[float, list] = {}
+        self.run = self._run
+        self.timeout = env.timeout
 
-        def run(ev) -> None:
-            when = ev.value
-            for fn, arg in pending.pop(when):
-                fn(when, arg)
+    def call_later(self, now: float, delay: float, fn, arg) -> None:
+        """Call `fn(time, arg)` `delay` cycles after `now` (the current time), rounded to the nearest multiple
+        of the quantum, never before `now`."""
+        when = now + delay
+        quantum = self.quantum
+        if quantum:
+            when = round(when / quantum) * quantum
+            if when < now:
+                when = now
+        items = self.pending.get(when)
+        if items is None:
+            self.pending[when] = [(fn, arg)]
+            self.timeout(when - now, when).callbacks.append(self.run)
+        else:
+            items.append((fn, arg))
 
-        def call_later(now: float, delay: float, fn, arg) -> None:
-            """Call `fn(time, arg)` `delay` cycles after `now` (the current time), rounded to the nearest
-            multiple of the quantum, never before `now`."""
-            when = now + delay
-            if quantum:
-                when = round(when / quantum) * quantum
-                if when < now:
-                    when = now
-            items = pending.get(when)
-            if items is None:
-                pending[when] = [(fn, arg)]
-                timeout(when - now, when).callbacks.append(run)
-            else:
-                items.append((fn, arg))
-
-        self.call_later = call_later
+    def _run(self, ev) -> None:
+        when = ev.value
+        for fn, arg in self.pending.pop(when):
+            fn(when, arg)

@@ -38,13 +38,17 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   (`Clock`). Their order at that instant is the order they were scheduled, which is SimPy's own FIFO
   order had each been an event; nothing here adds a tie-break of its own. That order is part of the
   model's answer, not noise to be tidied: run the actions of each instant in reverse and the fused
-  ResNet-2 prediction on the calibrated H200 moves by 3.5%. So the engine keeps every action (queue
-  timers included, early ones too) at the instant and in the order it always had, and its predictions
-  are bit for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
+  ResNet-2 prediction on the calibrated H200 moves by 3.5%, and a quantum of 31.99 cycles instead of
+  32 moves it by 6.7%: the model is chaotic at that scale, so any change that moves one action within
+  its instant, or one float's last bit, moves predictions by more than the 0.5% issue 14 allows. So
+  the engine keeps every action (queue timers included, early ones too) at the instant and in the
+  order it always had, with the same float operations in the same order, and its predictions are bit
+  for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
 - Per-block state is NumPy columns read through memoryviews (`BlockColumns`): 8 bytes a float instead
-  of a list slot and a float object, at about twice a list's cost per access.
-- A queue hands the blocks whose jobs finished back as one list per timer, and a block's remaining jobs
-  are a count in a column: no closure per block.
+  of a list slot and a float object, at about twice a list's cost per access. What a block's jobs
+  cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
+- A block's remaining jobs are a count in a column that its queues count down themselves; a queue
+  calls back only for a block whose last job ended: no closure per block, one call per block.
 """
 from __future__ import annotations
 
