@@ -7,12 +7,20 @@ the columns through `memoryview`s, which hand out plain Python ints and
 floats: NumPy scalars would be slower in the arithmetic that follows than
 the lists were. The columns become the `TB_RECORD` array at the end without
 a copy through Python.
+
+What a block will cost does not depend on when it runs, except its DRAM
+bytes (its L2 misses): its FP32 work, its L2 bytes, its latency floor and
+its added latency are computed here for every block at once, in NumPy, with
+the same float operations in the same order as one block at a time would
+take them, so the hot path only reads them.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
+from megasim.contract.work import block_latency_cycles
 
 
 def column(values, dtype) -> memoryview:
@@ -26,22 +34,44 @@ def view(array: np.ndarray) -> memoryview:
 
 
 class BlockColumns:
-    """Times (cycles), SM, dependency and job counts, and DRAM bytes of every block, indexed by block number."""
+    """Times (cycles), SM, dependency and job counts, and DRAM bytes of every block, indexed by block number,
+    and what each block's jobs cost (`fp`, `moved`, `written`, `floor`, `added`, `scale`, `op`)."""
 
-    __slots__ = ("order", "sm", "t_dispatch", "t_start", "t_ready", "t_end", "blocked", "pending", "floor",
-                 "dram_bytes", "work_scale")
+    __slots__ = ("order", "sm", "t_dispatch", "t_start", "t_ready", "t_end", "blocked", "pending", "dram_bytes",
+                 "fp", "moved", "written", "floor", "added", "scale", "op")
 
-    def __init__(self, order: np.ndarray, work_scale: np.ndarray | None):
+    def __init__(self, order: np.ndarray, graph, gpu, work_scale: np.ndarray | None):
         n = len(order)
         self.order = view(order.astype(np.int64, copy=False))
         self.sm = column(np.full(n, -1), np.int32)
         self.t_dispatch, self.t_start, self.t_ready = (column(np.zeros(n), np.float64) for _ in range(3))
         self.t_end = column(np.full(n, -1.0), np.float64)
-        self.blocked = column(np.zeros(n), np.int8)
-        self.pending = column(np.zeros(n), np.int8)
-        self.floor = column(np.zeros(n), np.float64)
+        self.blocked = bytearray(n)
+        self.pending = bytearray(n)
         self.dram_bytes = column(np.zeros(n), np.float64)
-        self.work_scale = None if work_scale is None else view(work_scale)
+        self._block_work(order, graph, gpu, work_scale)
+
+    def _block_work(self, order, graph, gpu, scale) -> None:
+        """A block's FP32 work (its FLOPs over its op's efficiency), the bytes it moves through L2 (reads and
+        writes), its latency floor (one DRAM latency plus those bytes over what one block of its type keeps
+        in flight, or its serial path if longer), its added latency, all scaled by its work factor; the
+        factor itself for its DRAM bytes, which are known only when it runs."""
+        op = graph.op[order]
+        one = 1.0 if scale is None else scale
+        read, written = (x[order] for x in graph.bytes_per_task())
+        path, added = (x[order] for x in block_latency_cycles(graph, gpu))
+        flops = graph.issued_flops if gpu.issued_flops and graph.issued_flops is not None else graph.flops
+        eff = np.array([gpu.efficiency(o, graph.layer.c) for o in Op])
+        bw = np.array([gpu.block_bytes_per_cycle.get(OP_NAMES[o], 0.0) for o in Op])[op]
+        moved = (read + written) * one
+        per_bw = np.divide(moved, bw, out=np.zeros(len(order)), where=bw != 0)
+        self.moved = view(moved)
+        self.written = view(written)
+        self.floor = view(np.maximum(gpu.dram_latency_cycles + per_bw, path * one))
+        self.added = view(added * one)
+        self.fp = view(flops[order] * one / eff[op])
+        self.scale = view(np.ones(len(order)) if scale is None else scale)
+        self.op = view(op)
 
     def __len__(self) -> int:
         return len(self.order)

@@ -38,13 +38,17 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   (`Clock`). Their order at that instant is the order they were scheduled, which is SimPy's own FIFO
   order had each been an event; nothing here adds a tie-break of its own. That order is part of the
   model's answer, not noise to be tidied: run the actions of each instant in reverse and the fused
-  ResNet-2 prediction on the calibrated H200 moves by 3.5%. So the engine keeps every action (queue
-  timers included, early ones too) at the instant and in the order it always had, and its predictions
-  are bit for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
+  ResNet-2 prediction on the calibrated H200 moves by 3.5%, and a quantum of 31.99 cycles instead of
+  32 moves it by 6.7%: the model is chaotic at that scale, so any change that moves one action within
+  its instant, or one float's last bit, moves predictions by more than the 0.5% issue 14 allows. So
+  the engine keeps every action (queue timers included, early ones too) at the instant and in the
+  order it always had, with the same float operations in the same order, and its predictions are bit
+  for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
 - Per-block state is NumPy columns read through memoryviews (`BlockColumns`): 8 bytes a float instead
-  of a list slot and a float object, at about twice a list's cost per access.
-- A queue hands the blocks whose jobs finished back as one list per timer, and a block's remaining jobs
-  are a count in a column: no closure per block.
+  of a list slot and a float object, at about twice a list's cost per access. What a block's jobs
+  cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
+- A block's remaining jobs are a count in a column that its queues count down themselves; a queue
+  calls back only for a block whose last job ended: no closure per block, one call per block.
 """
 from __future__ import annotations
 
@@ -106,24 +110,19 @@ class _Machine:
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
         self.policy_name, self.policy_options = policy, policy_options
         self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
-        self.op = view(graph.op)
+        self.l2_read, self.l2_write = self.l2.read, self.l2.write
         self.waits = view(graph.waits_on.reshape(-1))
         self.signals = view(graph.signals)
-        self.flops = view(graph.issued_flops if gpu.issued_flops and graph.issued_flops is not None else graph.flops)
-        path, added = block_latency_cycles(graph, gpu)
-        self.path, self.added = view(path), view(added)
-        self.read_bytes, self.written = (view(x) for x in graph.bytes_per_task())
-        self.eff = [gpu.efficiency(op, graph.layer.c) for op in Op]
         self.remaining = graph.counter_init.tolist()
         self.waiters: dict[int, list[int]] = {}
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.push_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.overhead = gpu.task_overhead_cycles
-        self.latency_floor = gpu.dram_latency_cycles
-        self.block_bw = [gpu.block_bytes_per_cycle.get(OP_NAMES[op], 0.0) for op in Op]
         self.dram_cost = [1.0 / gpu.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
-        self.blocks = BlockColumns(order, work_scale(len(order), gpu.block_work_cv, seed))
+        self.blocks = cols = BlockColumns(order, graph, gpu, work_scale(len(order), gpu.block_work_cv, seed))
+        self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
+        self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
@@ -145,11 +144,13 @@ class _Machine:
         self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
-        self.dram = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.jobs_done)
-        self.l2q = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.jobs_done)
+        queue = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending, self.jobs_done)
+        self.dram_submit = queue.submit
+        self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         fp_cap = 2.0 * kern.resources.threads
-        self.fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.jobs_done)
-                   for _ in range(gpu.sm_count)]
+        self.fp_submit = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending,
+                                  self.jobs_done).submit for _ in range(gpu.sm_count)]
+        self.spins = self.check and not self.queue
         self.interval = gpu.tb_dispatch_interval_cycles
         self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else gpu.block_launch_cycles)
         self.looped = max(0.0, self.overhead - gpu.block_launch_cycles)
@@ -159,40 +160,41 @@ class _Machine:
 
     def pump(self, now: float) -> None:
         """Hand out blocks in logical order while the policy finds free slots."""
+        nxt, size, queue = self.next, self.size, self.queue
+        if nxt >= size or (queue and not queue.fifo):
+            return
         t = self.next_dispatch_at
         if t < now:
             t = now
-        interval, latency, looped = self.interval, self.latency, self.looped
-        queue, take, call_later, start = self.queue, self.policy.take, self.call_later, self.start
-        sms, t_dispatch = self.blocks.sm, self.blocks.t_dispatch
-        nxt, size, base, launched = self.next, self.size, self.base, self.launched_blocks
-        while nxt < size and (not queue or queue.fifo):
+        take, call_later, start, launched = self.policy.take, self.call_later, self.start, self.launched_blocks
+        while True:
             sm = take(nxt)
             if sm < 0:
                 break
-            b = queue.fifo.popleft() if queue else base + nxt
-            new_block = nxt < launched
-            nxt += 1
-            sms[b] = sm
-            if new_block:
-                t_dispatch[b] = t
-                call_later(now, t - now + latency, start, b)
-                t += interval
+            b = queue.fifo.popleft() if queue else self.base + nxt
+            self.sm[b] = sm
+            if nxt < launched:
+                self.t_dispatch[b] = t
+                call_later(now, t - now + self.latency, start, b)
+                t += self.interval
             else:
-                t_dispatch[b] = now
-                call_later(now, looped, start, b)
+                self.t_dispatch[b] = now
+                call_later(now, self.looped, start, b)
+            nxt += 1
+            if nxt >= size or (queue and not queue.fifo):
+                break
         self.next = nxt
         self.next_dispatch_at = t
 
     # a thread block's life ---------------------------------------------
     def start(self, now: float, b: int) -> None:
         """The block has taken its ticket and read its task: poll its counters."""
-        self.blocks.t_start[b] = now
-        if self.check and not self.queue:
-            task = self.blocks.order[b]
+        self.t_start[b] = now
+        if self.spins:
+            i = 2 * self.order[b]
+            remaining, waits = self.remaining, self.waits
             pend = 0
-            remaining = self.remaining
-            for c in (self.waits[2 * task], self.waits[2 * task + 1]):
+            for c in (waits[i], waits[i + 1]):
                 if c != NO_COUNTER and remaining[c] > 0:
                     self.waiters.setdefault(c, []).append(b)
                     pend += 1
@@ -207,56 +209,39 @@ class _Machine:
 
     def work(self, now: float, b: int) -> None:
         """Dependencies met: classify reads, then DRAM, L2 and FP32 jobs run at once."""
+        self.t_ready[b] = now
         cols = self.blocks
-        cols.t_ready[b] = now
-        task = cols.order[b]
-        miss = self.l2.read(task)
-        l2_read = self.read_bytes[task]
-        written = self.written[task]
-        dram = miss + written
+        dram = self.l2_read(self.order[b]) + cols.written[b]
         cols.dram_bytes[b] = dram
-        ws = cols.work_scale
-        scale = 1.0 if ws is None else ws[b]
-        moved = (l2_read + written) * scale
-        op = self.op[task]
-        bw = self.block_bw[op]
-        cols.floor[b] = max(self.latency_floor + (moved / bw if bw else 0.0), self.path[task] * scale)
         if dram:
-            cols.pending[b] = 3
-            self.dram.submit(now, dram * scale * self.dram_cost[op], b)
+            self.pending[b] = 3
+            self.dram_submit(now, dram * self.scale[b] * self.dram_cost[self.op[b]], b)
         else:
-            cols.pending[b] = 2
-        self.l2q.submit(now, moved, b)
-        self.fp[cols.sm[b]].submit(now, self.flops[task] * scale / self.eff[op], b)
+            self.pending[b] = 2
+        self.l2_submit(now, cols.moved[b], b)
+        self.fp_submit[self.sm[b]](now, cols.fp[b], b)
 
-    def jobs_done(self, now: float, finished: list) -> None:
-        """Jobs of these blocks finished: a block with none left waits out its floor, then its added latency."""
+    def jobs_done(self, now: float, b: int) -> None:
+        """The block's last job finished: it waits out its floor, then its added latency."""
         cols = self.blocks
-        pending, t_ready, floors, order, ws = cols.pending, cols.t_ready, cols.floor, cols.order, cols.work_scale
-        added = self.added
-        for b in finished:
-            left = pending[b] - 1
-            pending[b] = left
-            if left == 0:
-                wait = max(t_ready[b] + floors[b] - now, 0.0) + added[order[b]] * (1.0 if ws is None else ws[b])
-                if wait > 0:
-                    self.call_later(now, wait, self.finish, b)
-                else:
-                    self.finish(now, b)
+        wait = cols.t_ready[b] + cols.floor[b] - now
+        wait = (wait if wait > 0.0 else 0.0) + cols.added[b]
+        if wait > 0:
+            self.call_later(now, wait, self.finish, b)
+        else:
+            self.finish(now, b)
 
     def finish(self, now: float, b: int) -> None:
-        cols = self.blocks
-        cols.t_end[b] = now
-        task = cols.order[b]
-        self.l2.write(task)
-        self.done_total += 1
+        self.t_end[b] = now
+        task = self.order[b]
+        self.l2_write(task)
         self.done_in_kernel += 1
         hold = 0.0
         if self.check:
             c = self.signals[task]
             if c != NO_COUNTER:
-                self.remaining[c] -= 1
-                if self.remaining[c] == 0:
+                left = self.remaining[c] = self.remaining[c] - 1
+                if not left:
                     if self.queue:
                         hold = self._push(now, c)
                     else:
@@ -266,7 +251,8 @@ class _Machine:
                 if root:
                     self.call_later(now, hold + self.push_delay, self._pushed, root)
         if self.done_in_kernel == self.size:
-            self.policy.release(cols.sm[b])
+            self.done_total += self.size
+            self.policy.release(self.sm[b])
             self.spans[-1][1] = now
             if self.kernel_index + 1 < len(self.kernels):
                 gap = self.gpu.us_to_cycles(self.gpu.launch_overhead_us)
@@ -274,11 +260,11 @@ class _Machine:
         elif hold:
             self.call_later(now, hold, self._release, b)
         else:
-            self.policy.release(cols.sm[b])
+            self.policy.release(self.sm[b])
             self.pump(now)
 
     def _release(self, now: float, b: int) -> None:
-        self.policy.release(self.blocks.sm[b])
+        self.policy.release(self.sm[b])
         self.pump(now)
 
     def _wake(self, now: float, waiting) -> None:

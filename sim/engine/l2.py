@@ -57,7 +57,7 @@ class L2Model:
     def read(self, task: int) -> int:
         """Classify a task's reads; returns the bytes that miss (come from DRAM)."""
         last, filled, cap = self.last, self.filled, self.capacity
-        rreg, rbytes = self.rreg, self.rbytes
+        rreg, rbytes, kind, miss_bytes = self.rreg, self.rbytes, self.kind, self.miss_bytes
         clock = self.clock
         miss = 0
         for i in range(self.rptr[task], self.rptr[task + 1]):
@@ -67,12 +67,12 @@ class L2Model:
                 have = filled[r]
                 if b > have:
                     b -= have
-                    self.miss_bytes[self.kind[r]] += b
+                    miss_bytes[kind[r]] += b
                     miss += b
                     clock += b
                     filled[r] = have + b
             else:
-                self.miss_bytes[self.kind[r]] += b
+                miss_bytes[kind[r]] += b
                 miss += b
                 clock += b
                 filled[r] = b

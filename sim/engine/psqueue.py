@@ -10,12 +10,16 @@ v + s, then arrival order: first come, first served on a tie) and an arrival
 or departure only changes how fast V runs. Per event the cost is O(log n); no active transfer is ever
 re-rated.
 
-A job is an int (the engine's block number), so the heap holds plain
-(finish, arrival, job) tuples and finished jobs go back to the owner in one call per
-timer, as a list: no closure per job. Only the head of the heap has a timer.
-When an arrival slows V the timer is early; it fires, finds nothing done,
-and re-arms: lazy, never wrong, and one timer per queue rather than one per
-job.
+A job is an int (the engine's block number) and the heap holds plain
+(finish, arrival, job) tuples. The owner keeps each block's count of
+unfinished jobs in one column (`pending`, shared by all its queues); a timer
+that pops jobs counts them down there and calls `done(now, job)` only for a
+block whose last job it was: no closure per job, and no call for a job that
+leaves others running. Only the head of the heap has a timer. When an
+arrival slows V the timer is early; it fires, finds nothing done, and
+re-arms: lazy, never wrong, and one timer per queue rather than one per job.
+A timer re-arms before it reports, so the actions it schedules keep their
+order in their instants.
 """
 from __future__ import annotations
 
@@ -27,10 +31,11 @@ _EPS = 1e-9
 
 class PSQueue:
     __slots__ = ("call_later", "capacity", "job_cap", "v", "t", "r", "heap", "seq", "armed_at", "token", "done",
-                 "half", "fire")
+                 "pending", "half", "fire")
 
-    def __init__(self, clock, capacity: float, job_cap: float, done):
-        """`done(jobs)` is called with the list of jobs that finish together, in completion order."""
+    def __init__(self, clock, capacity: float, job_cap: float, pending, done):
+        """`pending[job]` counts the owner's unfinished jobs of `job`; `done(now, job)` is called when a
+        timer finishes the last one, jobs that finish together in completion order."""
         self.call_later = clock.call_later
         self.capacity = capacity
         self.job_cap = min(job_cap, capacity)
@@ -42,6 +47,7 @@ class PSQueue:
         self.armed_at = inf
         self.token = 0
         self.done = done
+        self.pending = pending
         self.half = clock.quantum / 2
         self.fire = self._fire
 
@@ -50,16 +56,18 @@ class PSQueue:
         v = self.v = self.v + (now - self.t) * self.r
         self.t = now
         heap = self.heap
-        self.seq += 1
-        heappush(heap, (v + amount, self.seq, job))
+        seq = self.seq = self.seq + 1
+        heappush(heap, (v + amount, seq, job))
         share = self.capacity / len(heap)
-        r = self.r = share if share < self.job_cap else self.job_cap
-        if heap[0][2] == job or self.armed_at == inf:
-            when = now + (heap[0][0] - v) / r
+        cap = self.job_cap
+        r = self.r = share if share < cap else cap
+        head = heap[0]
+        if head[2] == job or self.armed_at == inf:
+            when = now + (head[0] - v) / r
             if when < self.armed_at - _EPS:
                 self.armed_at = when
-                self.token += 1
-                self.call_later(now, when - now, self.fire, self.token)
+                token = self.token = self.token + 1
+                self.call_later(now, when - now, self.fire, token)
 
     def _fire(self, now: float, token: int) -> None:
         if token == self.token:
@@ -67,22 +75,31 @@ class PSQueue:
         v = self.v = self.v + (now - self.t) * self.r
         self.t = now
         heap = self.heap
+        if not heap:
+            return
         r = self.r
         limit = v + r * self.half + _EPS * (1.0 + v)
-        finished = None
-        if heap and heap[0][0] <= limit:
-            finished = [heappop(heap)[2]]
+        job = finished = None
+        if heap[0][0] <= limit:
+            job = heappop(heap)[2]
             while heap and heap[0][0] <= limit:
+                if finished is None:
+                    finished = [job]
                 finished.append(heappop(heap)[2])
-            n = len(heap)
-            share = self.capacity / n if n else 0.0
-            r = self.r = share if share < self.job_cap else self.job_cap
+            share = self.capacity / len(heap) if heap else 0.0
+            cap = self.job_cap
+            r = self.r = share if share < cap else cap
             self.armed_at = inf
         if heap:
             when = now + (heap[0][0] - v) / r
             if when < self.armed_at - _EPS:
                 self.armed_at = when
-                self.token += 1
-                self.call_later(now, when - now, self.fire, self.token)
-        if finished:
-            self.done(now, finished)
+                token = self.token = self.token + 1
+                self.call_later(now, when - now, self.fire, token)
+        if job is None:
+            return
+        pending = self.pending
+        for job in finished or (job,):
+            left = pending[job] = pending[job] - 1
+            if not left:
+                self.done(now, job)
