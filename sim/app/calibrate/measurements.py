@@ -30,12 +30,17 @@ class _NamedLayer(LayerDoc):
 
 
 @dataclass(kw_only=True)
-class Run:
-    """One measured run: the problem, the mapping, its split and the measured times."""
+class _MeasuredShape:
+    """What a measurement ran: the layer, the Winograd variant and the partition (`_run_key` matches on them)."""
     __pydantic_config__ = {"extra": "allow"}
     layer: _NamedLayer
     variant: one_of(VARIANTS) = 4
     partition: dict[Text, Dimension]
+
+
+@dataclass(kw_only=True)
+class Run(_MeasuredShape):
+    """One measured run: the problem, the mapping, its split and the measured times."""
     strategy: Text
     params: dict[Text, Any] = field(default_factory=dict)
     mode: Text = "static"
@@ -46,12 +51,8 @@ class Run:
 
 
 @dataclass(kw_only=True)
-class GraphKernels:
+class GraphKernels(_MeasuredShape):
     """One shape's non-fused kernels timed as CUDA-graph prefixes (a line of `<gpu>_kernel_graph_times.jsonl`)."""
-    __pydantic_config__ = {"extra": "allow"}
-    layer: _NamedLayer
-    variant: one_of(VARIANTS) = 4
-    partition: dict[Text, Dimension]
     graph_kernels_us: Annotated[list[Micros], Items(min_length=4, max_length=4)]
 
 
