@@ -76,6 +76,9 @@ class GPUSpec:
         "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
         "cost as many channels of main loop", 0.0)
     task_overhead_cycles: int_in(0, 10**8) = _f("per megakernel block: ticket, task-map read, the counter atomic (non-fused blocks have none)", 0)
+    wait_check_cycles: float_in(0.0, 1e8) = _f(
+        "per dependency counter a megakernel block polls, what reading it costs even when it is already zero "
+        "(an acquire load's round trip); a block waiting on two counters pays it twice before its work", 0.0)
     block_launch_cycles: float_in(0.0, 1e8) = _f(
         "of a new block's start (dispatch latency aside), the part that only a new block pays: its launch "
         "and prologue, within task_overhead_cycles. A persistent block's next task skips it", 0.0)

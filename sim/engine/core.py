@@ -10,7 +10,10 @@ the megakernel's blocks do (paper Listing 2):
    has neither and pays only `block_launch_cycles`):
    poll the counters it waits on. If one is not zero the block spins
    *holding its slot* until the last parent signals, and notices one atomic
-   plus half a poll period later;
+   plus half a poll period later; if all are zero already, reading them
+   still costs `wait_check_cycles` each (measured per-block traces show it:
+   a GEMM, which polls two counters, starts its work about two such reads
+   after a transform that polls none);
 2. work: it classifies its reads against L2 and puts three jobs in flight at
    once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
    bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
@@ -118,6 +121,7 @@ class _Machine:
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.push_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.overhead = gpu.task_overhead_cycles
+        self.check_cost = gpu.wait_check_cycles
         self.dram_cost = [1.0 / gpu.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
         self.blocks = cols = BlockColumns(order, graph, gpu, work_scale(len(order), gpu.block_work_cv, seed))
@@ -193,13 +197,18 @@ class _Machine:
         if self.spins:
             i = 2 * self.order[b]
             remaining, waits = self.remaining, self.waits
-            pend = 0
+            pend = polled = 0
             for c in (waits[i], waits[i + 1]):
-                if c != NO_COUNTER and remaining[c] > 0:
-                    self.waiters.setdefault(c, []).append(b)
-                    pend += 1
+                if c != NO_COUNTER:
+                    polled += 1
+                    if remaining[c] > 0:
+                        self.waiters.setdefault(c, []).append(b)
+                        pend += 1
             if pend:
                 self.blocks.blocked[b] = pend
+                return
+            if polled and self.check_cost:
+                self.call_later(now, polled * self.check_cost, self.work, b)
                 return
         self.work(now, b)
 

@@ -108,6 +108,25 @@ def test_persistent_blocks_skip_the_block_launch():
     assert persistent == pytest.approx((300 + 1000 + work) + (n - 1) * (1000 - 400 + work))
 
 
+def test_a_block_pays_each_counter_it_reads_even_when_already_zero():
+    """Two tasks signal one counter each; the third polls both. On one slot it starts after they have ended,
+    so nothing is pending, yet reading the two counters costs it two `wait_check_cycles` (the traces show a
+    GEMM's start-to-ready about two such reads longer than a transform's)."""
+    import dataclasses
+    g = synthetic_graph([Op.INPUT_TRANSFORM, Op.INPUT_TRANSFORM, Op.GEMM], [1000.0] * 3, [0] * 3)
+    g = dataclasses.replace(g, waits_on=np.array([[-1, -1], [-1, -1], [0, 1]], dtype=np.int32),
+                            signals=np.array([0, 1, -1], dtype=np.int32), counter_init=np.ones(2, dtype=np.int32))
+    times = {}
+    for check in (0.0, 250.0):
+        gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
+                      wait_check_cycles=check)
+        run = run_kernels(g, [Kernel(np.arange(3), BLOCK, True)], gpu, quantum=0.0)
+        times[check] = run.total_cycles
+        rec = run.records
+        assert rec["ready_us"][2] - rec["start_us"][2] == pytest.approx(2 * check / gpu.clock_mhz)
+    assert times[250.0] - times[0.0] == pytest.approx(500.0)
+
+
 def test_a_non_fused_block_pays_no_megakernel_overhead():
     """Ticket and task-map read are the megakernel's: a non-fused block pays dispatch and block launch only."""
     gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
