@@ -104,6 +104,11 @@ class GPUSpec:
     block_fixed_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, cycles every block spends on top of its jobs and its serial steps: index arithmetic, "
         "the first loads' latency, the drain of its last step and its stores. Missing: 0", {})
+    sm_sharing: Literal["jobs", "resident"] = _f(
+        "who shares an SM's FP32 issue rate: 'jobs', the blocks whose FP32 work is still running (a block in "
+        "its serial-step latency leaves the SM to the others), or 'resident', every block working on the SM "
+        "until it ends (per-block traces: a GEMM block's work grows as a + b x the GEMM blocks working beside "
+        "it, docs/calibration-analysis.md, session 7)", "jobs")
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})

@@ -152,8 +152,11 @@ class _Machine:
         self.dram_submit = queue.submit
         self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         fp_cap = 2.0 * kern.resources.threads
-        self.fp_submit = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending,
-                                  self.jobs_done).submit for _ in range(gpu.sm_count)]
+        sticky = gpu.sm_sharing == "resident"
+        fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending, self.jobs_done, sticky)
+              for _ in range(gpu.sm_count)]
+        self.fp_submit = [q.submit for q in fp]
+        self.fp_release = [q.release for q in fp] if sticky else None
         self.spins = self.check and not self.queue
         self.interval = gpu.tb_dispatch_interval_cycles
         self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else gpu.block_launch_cycles)
@@ -242,6 +245,8 @@ class _Machine:
 
     def finish(self, now: float, b: int) -> None:
         self.t_end[b] = now
+        if self.fp_release:
+            self.fp_release[self.sm[b]](now)
         task = self.order[b]
         self.l2_write(task)
         self.done_in_kernel += 1

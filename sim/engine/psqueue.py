@@ -20,6 +20,12 @@ arrival slows V the timer is early; it fires, finds nothing done, and
 re-arms: lazy, never wrong, and one timer per queue rather than one per job.
 A timer re-arms before it reports, so the actions it schedules keep their
 order in their instants.
+
+A *sticky* queue (an SM's FP32 issue under `sm_sharing = "resident"`) keeps a
+job's block among those sharing it after its work is done, until the owner
+calls `release` when the block ends: its latency (the steps it waits on
+loads) is spent while still holding a share of the SM's issue, as per-block
+traces show, so a block's work grows with all the blocks working beside it.
 """
 from __future__ import annotations
 
@@ -31,9 +37,9 @@ _EPS = 1e-9
 
 class PSQueue:
     __slots__ = ("call_later", "capacity", "job_cap", "v", "t", "r", "heap", "seq", "armed_at", "token", "done",
-                 "pending", "half", "fire")
+                 "pending", "half", "fire", "sticky", "held")
 
-    def __init__(self, clock, capacity: float, job_cap: float, pending, done):
+    def __init__(self, clock, capacity: float, job_cap: float, pending, done, sticky: bool = False):
         """`pending[job]` counts the owner's unfinished jobs of `job`; `done(now, job)` is called when a
         timer finishes the last one, jobs that finish together in completion order."""
         self.call_later = clock.call_later
@@ -50,6 +56,8 @@ class PSQueue:
         self.pending = pending
         self.half = clock.quantum / 2
         self.fire = self._fire
+        self.sticky = sticky
+        self.held = 0
 
     def submit(self, now: float, amount: float, job: int) -> None:
         """Start `job` with `amount` units of work at time `now`."""
@@ -58,7 +66,7 @@ class PSQueue:
         heap = self.heap
         seq = self.seq = self.seq + 1
         heappush(heap, (v + amount, seq, job))
-        share = self.capacity / len(heap)
+        share = self.capacity / (len(heap) + self.held)
         cap = self.job_cap
         r = self.r = share if share < cap else cap
         head = heap[0]
@@ -86,7 +94,9 @@ class PSQueue:
                 if finished is None:
                     finished = [job]
                 finished.append(heappop(heap)[2])
-            share = self.capacity / len(heap) if heap else 0.0
+            if self.sticky:
+                self.held += 1 + (len(finished) - 1 if finished else 0)
+            share = self.capacity / (len(heap) + self.held) if heap else 0.0
             cap = self.job_cap
             r = self.r = share if share < cap else cap
             self.armed_at = inf
@@ -103,3 +113,20 @@ class PSQueue:
             left = pending[job] = pending[job] - 1
             if not left:
                 self.done(now, job)
+
+    def release(self, now: float) -> None:
+        """A sticky queue's block whose job had finished has ended: one fewer shares the capacity."""
+        v = self.v = self.v + (now - self.t) * self.r
+        self.t = now
+        self.held -= 1
+        heap = self.heap
+        if not heap:
+            return
+        share = self.capacity / (len(heap) + self.held)
+        cap = self.job_cap
+        r = self.r = share if share < cap else cap
+        when = now + (heap[0][0] - v) / r
+        if when < self.armed_at - _EPS:
+            self.armed_at = when
+            token = self.token = self.token + 1
+            self.call_later(now, when - now, self.fire, token)

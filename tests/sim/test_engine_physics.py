@@ -127,6 +127,24 @@ def test_a_block_pays_each_counter_it_reads_even_when_already_zero():
     assert times[250.0] - times[0.0] == pytest.approx(500.0)
 
 
+@pytest.mark.parametrize("slots", [2, 4])
+def test_resident_sharing_makes_a_block_take_its_latency_plus_its_share_of_all_working_blocks(slots):
+    """Blocks of FP32 work W and latency L, staggered on one SM. Under 'resident' every working block keeps its
+    share of the SM's issue until it ends, so each takes L + slots x W (the law the H100 traces follow); under
+    'jobs' one block's latency overlaps the others' work and it takes less."""
+    n, flops, latency = 60, 25600.0, 1000.0
+    g = synthetic_graph([Op.GEMM] * n, [flops] * n, [0] * n)
+    work = {}
+    for sharing in ("jobs", "resident"):
+        gpu = toy_gpu(sm_count=1, max_blocks_per_sm=slots, tb_dispatch_latency_cycles=0,
+                      tb_dispatch_interval_cycles=150.0, block_fixed_cycles={"gemm": latency}, sm_sharing=sharing)
+        rec = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).records
+        work[sharing] = float(np.median((rec["end_us"] - rec["ready_us"])[10:-10])) * gpu.clock_mhz
+    w = flops / toy_gpu().fp32_flops_per_cycle_per_sm
+    assert work["resident"] == pytest.approx(latency + slots * w, rel=1e-3)
+    assert work["jobs"] < work["resident"] - 0.5 * w
+
+
 def test_a_non_fused_block_pays_no_megakernel_overhead():
     """Ticket and task-map read are the megakernel's: a non-fused block pays dispatch and block launch only."""
     gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,

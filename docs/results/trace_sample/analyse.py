@@ -12,6 +12,9 @@ writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each st
    weighted, itself included), fused and non-fused: processor sharing of the SM's FP32 rate would make it
    proportional to that count.
 3. Input-transform blocks' work in the megakernel against the non-fused kernel, case by case.
+4. The GEMM block law work = fixed + steps x step + n x issued FLOPs / (efficiency x SM peak), n as in 2,
+   fitted by least squares on relative error with every (case, launch) weighted alike: the constants
+   `sm_sharing = "resident"` needs for the GEMM (`gemm_law.json`).
 """
 import json
 import sys
@@ -24,8 +27,11 @@ from pack import load  # noqa: E402
 
 from megasim.contract.graph import NO_COUNTER, build_graph  # noqa: E402
 from megasim.contract.problem import Layer, Op, Partition, WinogradVariant  # noqa: E402
+from megasim.contract.work import issued_flops, serial_steps  # noqa: E402
 
 SAMPLE_PER_LAUNCH = 4000
+CLOCK_MHZ = 1980.0  # the H100's and H200's sustained SM clock (scenarios/calibrations)
+SM_PEAK = 256  # FP32 FLOPs per cycle per SM on Hopper
 
 
 def graph_of(meta):
@@ -62,14 +68,38 @@ def slot_gaps(rec):
     return g[(g >= 0) & (g < 5)]
 
 
-def gemm_corunners(rec, rng):
-    """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of sampled GEMMs."""
+def gemm_law(meta, traces, rng):
+    """(fixed cycles, step cycles, efficiency, {(case, launch): median relative error}) of the GEMM law."""
+    xs, ys, ws, tags = [], [], [], []
+    for case, m in meta.items():
+        g = graph_of(m)
+        flops, steps = issued_flops(g), serial_steps(g)
+        for launch in ("fused", "nonfused"):
+            rec = traces[case][launch]
+            work, n, tasks = gemm_corunners(rec, rng, with_tasks=True)
+            for w, k, t in zip(work, n, tasks):
+                xs.append([1.0, steps[t], flops[t] * k / SM_PEAK])
+                ys.append(w * CLOCK_MHZ)
+                ws.append(1.0 / (w * CLOCK_MHZ * np.sqrt(len(work))))
+                tags.append((case, launch))
+    x, y, w = np.array(xs), np.array(ys), np.array(ws)
+    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
+    rel = x @ coef / y - 1
+    errors = {}
+    for tag, e in zip(tags, rel):
+        errors.setdefault(tag, []).append(e)
+    return float(coef[0]), float(coef[1]), float(1 / coef[2]), {t: float(np.median(v)) for t, v in errors.items()}
+
+
+def gemm_corunners(rec, rng, with_tasks: bool = False):
+    """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of sampled GEMMs, and
+    their tasks if asked."""
     op, sm, rd, en = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"]
     gemms = np.where(op == Op.GEMM)[0]
     if len(gemms) > SAMPLE_PER_LAUNCH:
         gemms = rng.choice(gemms, SAMPLE_PER_LAUNCH, replace=False)
     by_sm = {s: np.where((sm == s) & (op == Op.GEMM))[0] for s in np.unique(sm[gemms])}
-    work, n = [], []
+    work, n, tasks = [], [], []
     for j in gemms:
         a, b = rd[j], en[j]
         if b <= a:
@@ -77,7 +107,9 @@ def gemm_corunners(rec, rng):
         i = by_sm[sm[j]]
         n.append((np.clip(np.minimum(en[i], b) - np.maximum(rd[i], a), 0, None) / (b - a)).sum())
         work.append(b - a)
-    return np.array(work), np.array(n)
+        tasks.append(rec["task"][j])
+    out = np.array(work), np.array(n)
+    return (*out, np.array(tasks)) if with_tasks else out
 
 
 def main(folder: Path) -> int:
@@ -127,6 +159,17 @@ def main(folder: Path) -> int:
     lines += ["", "## 3. Input-transform blocks: work in the megakernel and in their own kernel", "",
               "| case | mode | fused us (untraced) | input block work, fused | non-fused | ratio |", "|---|---|---|---|---|---|"]
     lines += [f"| {c} | {mode} | {t:.1f} | {a:.1f} | {b:.1f} | {a / b:.2f} |" for c, mode, t, a, b in rows]
+    fixed, step, eff, errors = gemm_law(meta, traces, np.random.default_rng(0))
+    worst = sorted(errors.items(), key=lambda kv: -abs(kv[1]))[:4]
+    lines += ["", "## 4. The GEMM block law", "",
+              f"work = {fixed:.0f} + steps x {step:.1f} + n x issued FLOPs / ({eff:.3f} x {SM_PEAK}) cycles "
+              f"(at {CLOCK_MHZ:.0f} MHz), fitted on every (case, launch) alike. Median over them of the median "
+              f"relative error: {np.median(np.abs(list(errors.values()))):.1%}; the worst: "
+              + ", ".join(f"{c} {launch} {e:+.0%}" for (c, launch), e in worst) + "."]
+    (folder / "gemm_law.json").write_text(json.dumps(
+        {"block_fixed_cycles": round(fixed, 1), "step_cycles": round(step, 1), "compute_efficiency": round(eff, 4),
+         "clock_mhz": CLOCK_MHZ, "median_relative_error": {f"{c}/{launch}": round(e, 4) for (c, launch), e in errors.items()}},
+        indent=1))
     (folder / "analysis.md").write_text("\n".join(lines) + "\n")
     plot(curves, folder / "gemm_corunners.png", folder.name)
     print("\n".join(lines))

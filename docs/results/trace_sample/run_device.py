@@ -1,6 +1,6 @@
 """Per-block hardware timelines of a sample of shapes, mappings and scheduling modes (fidelity issue, item 1).
 
-    python docs/results/trace_sample_h200/run_device.py OUT      # on the device (carry .whl)
+    python docs/results/trace_sample/run_device.py OUT      # on the device (carry .whl)
 
 For each case: the fused megakernel timed untraced (CUDA events, median of 20 rotated runs), then one traced
 launch of it and one of the four non-fused kernels (`bench_trace.trace_layer`, after warm launches). Each

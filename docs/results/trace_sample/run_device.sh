@@ -8,4 +8,4 @@ python3 -c "import sys; from pathlib import Path; sys.path.insert(0, 'tests'); \
 from test_layering import installed_layout; installed_layout(Path('$SITE'))" || exit 1
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
-python3 docs/results/trace_sample_h200/run_device.py "$1" 2>&1 | tee "$1/log.txt"
+python3 docs/results/trace_sample/run_device.py "$1" 2>&1 | tee "$1/log.txt"

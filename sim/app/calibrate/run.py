@@ -79,7 +79,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         gpu=spec.name, hardware=hw,
         model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
                "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
-               "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops, **fused},
+               "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops,
+               "sm_sharing": spec.sm_sharing, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
                                      else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"])
                                      if p.exists()],
