@@ -125,7 +125,7 @@ def cmd_validate(args) -> int:
     profile, measurements = validate_paths(args.gpu, args.profile, args.measurements)
     log = (lambda *_: None) if args.json else print
     summary = validate_profile(profile, measurements, args.out, args.jobs, log=log, report=args.report,
-                               allow_other_gpu=args.allow_other_gpu, corpus=args.corpus)
+                               allow_other_gpu=args.allow_other_gpu, corpus=args.corpus, progress=not args.json)
     if args.json:
         print(json.dumps(headline(summary, profile, measurements), default=float))
     return 0

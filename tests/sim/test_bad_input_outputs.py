@@ -189,7 +189,7 @@ def test_validate_writes_under_out_validate_by_default():
 def test_validate_report_names_the_measurements_given(tmp_path, capsys, monkeypatch):
     """The Reproduce line repeats the given --measurements and --out; figures are linked from the report."""
     rows = json.loads((REPO / "docs/results/calibration/calibration_predictions_h200.json").read_text())["rows"]
-    monkeypatch.setattr("megasim.app.calibrate.run.predict_runs", lambda runs, spec, jobs: rows)
+    monkeypatch.setattr("megasim.app.calibrate.run.predict_runs", lambda runs, spec, jobs, shown=True: rows)
     runs = tmp_path / "in" / "my_runs.json"
     runs.parent.mkdir()
     runs.write_text((CALIBRATION_RAW / "h200_runs.json").read_text())

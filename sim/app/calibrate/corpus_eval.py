@@ -31,11 +31,13 @@ def _predict_shape(job) -> list[dict]:
              "pred_fused_us": predict_fused(r, spec), "pred_nonfused_us": nonfused} for r in runs]
 
 
-def predict_corpus(path: Path, spec, jobs: int = 2, splits=("train", "heldout")) -> list[dict]:
+def predict_corpus(path: Path, spec, jobs: int = 2, splits=("train", "heldout"), shown: bool = True) -> list[dict]:
+    from megasim.app.calibrate.jobs import largest_first, progress
     lines = [json.loads(raw) for raw in Path(path).read_text().splitlines() if raw.strip()]
     work = [(line, spec) for line in lines if line["runs"] and line["split"] in splits]
-    with ProcessPoolExecutor(jobs) as pool:
-        return [row for part in pool.map(_predict_shape, work) for row in part]
+    costs = [sum(r["fused_us"] for r in line["runs"]) + line["runs"][0]["nonfused_us"] for line, _ in work]
+    with ProcessPoolExecutor(jobs) as pool, progress(f"simulating {len(work)} corpus shapes", len(work), shown) as tick:
+        return [row for part in largest_first(pool, _predict_shape, work, costs, tick) for row in part]
 
 
 def _mape(pred, meas) -> float:
@@ -71,10 +73,10 @@ def corpus_summary(rows: list[dict]) -> dict:
     return out
 
 
-def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log) -> list[str]:
+def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log, shown: bool = True) -> list[str]:
     """The held-out corpus shapes under the profile: their predictions file and the report's section."""
     from megasim.contract.files import write_then_rename
-    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",))
+    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",), shown=shown)
     summary = corpus_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"corpus": str(corpus_path), "summary": summary, "rows": rows}, indent=1))

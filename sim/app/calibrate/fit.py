@@ -81,9 +81,22 @@ def _balanced_mean(runs, errors) -> float:
     return fmean(fmean(g) for g in groups if g)
 
 
+def _blocks(run, op: Op) -> int:
+    """How many blocks the run's `op` kernel launches: what simulating it costs."""
+    from megasim.app.calibrate.predict import graph_of
+    return int((graph_of(run).op == op).sum())
+
+
 def _kernel_error(runs, op: Op, spec, pool=None) -> float:
     jobs = [(r, op, spec) for r in runs]
-    return _balanced_mean(runs, list(pool.map(_kernel_log_error, jobs) if pool else map(_kernel_log_error, jobs)))
+    if pool is None:
+        return _balanced_mean(runs, [_kernel_log_error(j) for j in jobs])
+    # largest kernels first, so that neither worker is left alone with a big one at the end
+    order = sorted(range(len(jobs)), key=lambda i: -_blocks(runs[i], op))
+    errors = [0.0] * len(jobs)
+    for i, e in zip(order, pool.map(_kernel_log_error, [jobs[i] for i in order])):
+        errors[i] = e
+    return _balanced_mean(runs, errors)
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
@@ -151,12 +164,17 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
     start = [math.log(spec.compute_efficiency.get(name, 0.1)), spec.step_cycles.get(name, 0.0) / 1000]
     start += [spec.block_fixed_cycles.get(name, 0.0) / 1000] if additive else []
     start += [spec.dram_access_efficiency.get(name, 1.0)] if transform else []
+    seen = {}
 
     def unpack(x):
         """log efficiency, latencies in thousands of cycles, DRAM access efficiency."""
         return (math.exp(x[0]), x[1] * 1000, x[2] * 1000 if additive else None, x[-1] if transform else None)
 
     def at(x):
+        # the simulation is deterministic, so a point the optimisers come back to is not simulated again
+        key = tuple(float(v) for v in x)
+        if key in seen:
+            return seen[key]
         eff, step, fixed, dram = unpack(x)
         s = _with_efficiency(spec, op, eff, gemm_half_efficiency_channels=0.0,
                              step_cycles={**spec.step_cycles, name: step},
@@ -164,7 +182,8 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
                              dram_access_efficiency={**spec.dram_access_efficiency, **({name: dram} if transform else {})})
         if tick:
             tick()
-        return _kernel_error(layers, op, s, pool)
+        seen[key] = _kernel_error(layers, op, s, pool)
+        return seen[key]
 
     bounds = [(math.log(0.005), 0.0), (0.0, 20.0)] + [(0.0, 30.0)] * additive + [(0.3, 1.0)] * transform
     best = minimize(at, start, method="Powell", bounds=bounds, options={"maxfev": evals, "xtol": 1e-3, "ftol": 1e-6})
@@ -238,24 +257,45 @@ def _fused_log_error(job) -> float:
 
 def _log_error(spec, runs, pool=None) -> float:
     jobs = [(r, spec) for r in runs]
-    return _balanced_mean(runs, list(pool.map(_fused_log_error, jobs) if pool else map(_fused_log_error, jobs)))
+    if pool is None:
+        return _balanced_mean(runs, [_fused_log_error(j) for j in jobs])
+    from megasim.app.calibrate.predict import graph_of
+    order = sorted(range(len(jobs)), key=lambda i: -graph_of(runs[i]).num_tasks)  # largest first, as in stage 2
+    errors = [0.0] * len(jobs)
+    for i, e in zip(order, pool.map(_fused_log_error, [jobs[i] for i in order])):
+        errors[i] = e
+    return _balanced_mean(runs, errors)
 
 
 def fit_fused(runs, spec, overheads=OVERHEADS, usable=USABLE,
               sample: int = 24, pool=None, tick=None) -> tuple[dict, float]:
-    """Stage 3: grid over block overhead and usable L2 on a sample of training fused runs, half from the
-    paper layers and half from the corpus where both are given."""
+    """Stage 3: block overhead and usable L2 on a grid, minimising the log error of fused time on a sample
+    of training fused runs, half from the paper layers and half from the corpus where both are given.
+
+    The grid is walked, not swept: from its middle to the best neighbour (one step along either axis) while
+    that is better. Where the error has one minimum on the grid, the walk ends where the sweep would, after
+    about half the points (each point simulates every run of the sample)."""
     from megasim.app.calibrate.predict import graph_of
     train = [r for r in runs if r.get("split") == "train" and r.get("fused_us") and graph_of(r).num_tasks <= 40_000]
     paper, corpus = [r for r in train if not _is_corpus(r)], [r for r in train if _is_corpus(r)]
     share = sample // 2 if paper and corpus else sample
     chosen = [r for part in (paper, corpus) if part for r in part[::max(1, len(part) // share)][:share]]
-    best = None
-    for oh in overheads:
-        for u in usable:
-            err = _log_error(spec.with_model(task_overhead_cycles=oh, l2_usable_fraction=u), chosen, pool)
+    seen = {}
+
+    def error(i, j):
+        if (i, j) not in seen:
+            seen[i, j] = _log_error(spec.with_model(task_overhead_cycles=overheads[i], l2_usable_fraction=usable[j]),
+                                    chosen, pool)
             if tick:
                 tick()
-            if best is None or err < best[1]:
-                best = ({"task_overhead_cycles": oh, "l2_usable_fraction": u}, err)
-    return best
+        return seen[i, j]
+
+    here = (len(overheads) // 2, len(usable) // 2)
+    while True:
+        near = [(here[0] + di, here[1] + dj) for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1))]
+        near = [(i, j) for i, j in near if 0 <= i < len(overheads) and 0 <= j < len(usable)]
+        step = min(near, key=lambda p: error(*p))
+        if error(*step) >= error(*here):
+            break
+        here = step
+    return {"task_overhead_cycles": overheads[here[0]], "l2_usable_fraction": usable[here[1]]}, error(*here)

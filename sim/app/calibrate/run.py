@@ -7,12 +7,12 @@ import math
 import os
 from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
+from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
 from megasim.app.calibrate.metrics import summarise
 from megasim.app.calibrate.uncertainty import Uncertainty
@@ -39,17 +39,6 @@ def corpus_runs(path: Path) -> list[dict]:
             for run in json.loads(line).get("runs", [])]
 
 
-@contextmanager
-def _fit_progress():
-    """A bar on stderr that counts stage 2's and 3's simulated probes (each a batch of kernels or fused runs).
-    Its total is the stages' budget; a task type that converges early leaves the bar short of its end."""
-    from rich.console import Console
-    from rich.progress import Progress
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("fitting", total=fit_probes())
-        yield lambda: bar.advance(task)
-
-
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> CalibrationProfile:
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`."""
     spec = load_gpu(gpu_name)
@@ -64,7 +53,9 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
-    with ProcessPoolExecutor(jobs) as pool, _fit_progress() as tick:
+    with ProcessPoolExecutor(jobs) as pool, progress_bar("fitting", fit_probes()) as tick:
+        # the bar counts stage 2's and 3's simulated probes against their budget; a task type that converges
+        # early leaves it short of its end
         fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log, tick=tick)
         dram, step, fixed = (fitted.pop(k) for k in ("dram_access_efficiency", "step_cycles", "block_fixed_cycles"))
         eff = fitted
@@ -148,8 +139,9 @@ def _record_intervals(profile, profile_path, interval, same_gpu: bool, log) -> N
 
 
 def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: int = 2, log=print, report=None,
-                     allow_other_gpu: bool = False, corpus: bool = False) -> dict:
-    """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace."""
+                     allow_other_gpu: bool = False, corpus: bool = False, progress: bool = True) -> dict:
+    """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace.
+    `progress`: a bar on stderr (on a terminal) while the runs simulate."""
     if not isinstance(jobs, int) or jobs < 1:
         raise MegasimError(f"--jobs must be a positive number of worker processes, got {jobs}")
     profile = load_profile(profile_path)
@@ -162,7 +154,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     attach_graph_kernels(runs, graph_path)
     trace = read_json(trace_path) if trace_path.exists() else None
     micro = read_json(micro_path) if micro_path.exists() else None
-    rows = predict_runs(runs, spec, jobs)
+    rows = predict_runs(runs, spec, jobs, progress)
     summary = summarise(rows)
     interval = Uncertainty.from_rows(rows)
     _record_intervals(profile, profile_path, interval, same_gpu, log)
@@ -181,7 +173,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
                   f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
     if corpus and corpus_path.exists():
-        extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log)
+        extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     if micro is not None:
         extra += _dispatch_section(micro, spec)
