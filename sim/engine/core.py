@@ -200,19 +200,19 @@ class _Machine:
         if self.spins:
             i = 2 * self.order[b]
             remaining, waits = self.remaining, self.waits
-            pend = polled = 0
+            pend = 0
             for c in (waits[i], waits[i + 1]):
-                if c != NO_COUNTER:
-                    polled += 1
-                    if remaining[c] > 0:
-                        self.waiters.setdefault(c, []).append(b)
-                        pend += 1
+                if c != NO_COUNTER and remaining[c] > 0:
+                    self.waiters.setdefault(c, []).append(b)
+                    pend += 1
             if pend:
                 self.blocks.blocked[b] = pend
                 return
-            if polled and self.check_cost:
-                self.call_later(now, polled * self.check_cost, self.work, b)
-                return
+            if self.check_cost:
+                polled = (waits[i] != NO_COUNTER) + (waits[i + 1] != NO_COUNTER)
+                if polled:
+                    self.call_later(now, polled * self.check_cost, self.work, b)
+                    return
         self.work(now, b)
 
     def woken(self, now: float, blocks) -> None:
