@@ -115,7 +115,7 @@ def cmd_calibrate(args) -> int:
     if not args.from_raw:
         from megasim.app.calibrate.measure import calibrate_measure
         calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
-    fit_profile(args.gpu, args.raw, args.out)
+    fit_profile(args.gpu, args.raw, args.out, sharing=args.sharing, trace_sample=args.trace_sample)
     print(f"wrote {args.out}")
     return 0
 
@@ -188,6 +188,12 @@ def _calibration_commands(sub) -> None:
     cal.add_argument("--corpus", type=int, metavar="COUNT",
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
     cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
+    cal.add_argument("--sharing", choices=("jobs", "resident"), default="jobs",
+                     help="who shares an SM's FP32 issue (GPUSpec.sm_sharing); 'resident' also takes the per-task "
+                          "cost from <gpu>_trace_resnet2.json and the GEMM from a per-block trace sample")
+    cal.add_argument("--trace-sample", metavar="NPZ",
+                     help="with --sharing resident: the trace sample the GEMM law is fitted on "
+                          "(default <raw>/<gpu>_trace_sample.npz)")
     cal.set_defaults(func=cmd_calibrate)
     val = sub.add_parser("validate", help="predict every measured run under a profile; write a report")
     val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")

@@ -22,98 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).parent))
-from pack import load  # noqa: E402
+from megasim.app.calibrate.trace_law import gemm_corunners, gemm_law, graph_of, load_sample, slot_gaps, start_costs
+from megasim.contract.problem import Op
 
-from megasim.contract.graph import NO_COUNTER, build_graph  # noqa: E402
-from megasim.contract.problem import Layer, Op, Partition, WinogradVariant  # noqa: E402
-from megasim.contract.work import issued_flops, serial_steps  # noqa: E402
-
-SAMPLE_PER_LAUNCH = 4000
 CLOCK_MHZ = 1980.0  # the H100's and H200's sustained SM clock (scenarios/calibrations)
 SM_PEAK = 256  # FP32 FLOPs per cycle per SM on Hopper
 
 
-def graph_of(meta):
-    return build_graph(Layer(**meta["layer"]), WinogradVariant(meta["variant"]), Partition(**meta["partition"]))
-
-
-def start_costs(graph, rec):
-    """(start-to-ready of blocks whose counters were all zero at their start, counters polled) per block."""
-    task, st, rd, en = rec["task"], rec["start_us"], rec["ready_us"], rec["end_us"]
-    zero = np.zeros(len(graph.counter_init))
-    sig = graph.signals[task]
-    has = sig != NO_COUNTER
-    np.maximum.at(zero, sig[has], en[has])
-    waits = graph.waits_on[task]
-    polled = (waits != NO_COUNTER).sum(1)
-    met = np.ones(len(task), bool)
-    for k in range(2):
-        c = waits[:, k]
-        h = c != NO_COUNTER
-        met[h] &= zero[c[h]] < st[h]
-    return (rd - st)[met], polled[met]
-
-
-def slot_gaps(rec):
-    """For each block that started after another ended on its SM: its start less that latest end (us)."""
-    out = []
-    for s in np.unique(rec["sm"]):
-        i = np.where(rec["sm"] == s)[0]
-        ends = np.sort(rec["end_us"][i])
-        k = np.searchsorted(ends, rec["start_us"][i]) - 1
-        ok = k >= 0
-        out.append(rec["start_us"][i][ok] - ends[k[ok]])
-    g = np.concatenate(out) if out else np.zeros(0)
-    return g[(g >= 0) & (g < 5)]
-
-
-def gemm_law(meta, traces, rng):
-    """(fixed cycles, step cycles, efficiency, {(case, launch): median relative error}) of the GEMM law."""
-    xs, ys, ws, tags = [], [], [], []
-    for case, m in meta.items():
-        g = graph_of(m)
-        flops, steps = issued_flops(g), serial_steps(g)
-        for launch in ("fused", "nonfused"):
-            rec = traces[case][launch]
-            work, n, tasks = gemm_corunners(rec, rng, with_tasks=True)
-            for w, k, t in zip(work, n, tasks):
-                xs.append([1.0, steps[t], flops[t] * k / SM_PEAK])
-                ys.append(w * CLOCK_MHZ)
-                ws.append(1.0 / (w * CLOCK_MHZ * np.sqrt(len(work))))
-                tags.append((case, launch))
-    x, y, w = np.array(xs), np.array(ys), np.array(ws)
-    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
-    rel = x @ coef / y - 1
-    errors = {}
-    for tag, e in zip(tags, rel):
-        errors.setdefault(tag, []).append(e)
-    return float(coef[0]), float(coef[1]), float(1 / coef[2]), {t: float(np.median(v)) for t, v in errors.items()}
-
-
-def gemm_corunners(rec, rng, with_tasks: bool = False):
-    """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of sampled GEMMs, and
-    their tasks if asked."""
-    op, sm, rd, en = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"]
-    gemms = np.where(op == Op.GEMM)[0]
-    if len(gemms) > SAMPLE_PER_LAUNCH:
-        gemms = rng.choice(gemms, SAMPLE_PER_LAUNCH, replace=False)
-    by_sm = {s: np.where((sm == s) & (op == Op.GEMM))[0] for s in np.unique(sm[gemms])}
-    work, n, tasks = [], [], []
-    for j in gemms:
-        a, b = rd[j], en[j]
-        if b <= a:
-            continue
-        i = by_sm[sm[j]]
-        n.append((np.clip(np.minimum(en[i], b) - np.maximum(rd[i], a), 0, None) / (b - a)).sum())
-        work.append(b - a)
-        tasks.append(rec["task"][j])
-    out = np.array(work), np.array(n)
-    return (*out, np.array(tasks)) if with_tasks else out
-
-
 def main(folder: Path) -> int:
-    meta, traces = load(folder / "traces.npz")
+    meta, traces = load_sample(folder / "traces.npz")
     summary = {r["case"]: r for r in json.loads((folder / "summary.json").read_text())}
     rng = np.random.default_rng(0)
     lines = [f"# Per-block trace sample: {folder.name}", "",
@@ -159,7 +76,7 @@ def main(folder: Path) -> int:
     lines += ["", "## 3. Input-transform blocks: work in the megakernel and in their own kernel", "",
               "| case | mode | fused us (untraced) | input block work, fused | non-fused | ratio |", "|---|---|---|---|---|---|"]
     lines += [f"| {c} | {mode} | {t:.1f} | {a:.1f} | {b:.1f} | {a / b:.2f} |" for c, mode, t, a, b in rows]
-    fixed, step, eff, errors = gemm_law(meta, traces, np.random.default_rng(0))
+    fixed, step, eff, errors = gemm_law(meta, traces, CLOCK_MHZ, SM_PEAK)
     worst = sorted(errors.items(), key=lambda kv: -abs(kv[1]))[:4]
     lines += ["", "## 4. The GEMM block law", "",
               f"work = {fixed:.0f} + steps x {step:.1f} + n x issued FLOPs / ({eff:.3f} x {SM_PEAK}) cycles "

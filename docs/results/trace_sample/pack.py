@@ -6,7 +6,7 @@ Per case and launch (fused, nonfused): each block's task, SM, op, and its start,
 %globaltimer's 32 ns (every measured time is a multiple of it), in block order, stored as differences
 (start from the previous block's start, ready from start, end from ready) so they compress, and the
 problem (layer, variant, partition, mapping, mode) as JSON, so the traces cost a few MB in git instead
-of 25 and `compare`'s inputs can be rebuilt (`unpack`).
+of 25. `megasim.app.calibrate.trace_law.load_sample` reads it back.
 """
 import gzip
 import json
@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from megasim.app.calibrate.trace_law import FIELDS, TICK_US
 from megasim.app.measured_trace import read_measured
 
-FIELDS = ("task", "op", "sm", "start_us", "ready_us", "end_us")
-TICK_US = 0.032
 
 
 def main(src: Path, out: Path) -> int:
@@ -44,26 +43,6 @@ def main(src: Path, out: Path) -> int:
     np.savez_compressed(out, **arrays)
     print(f"{len(meta)} cases -> {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return 0
-
-
-def load(path) -> tuple[dict, dict]:
-    """(meta by case, {case: {launch: {field: array}}}) from a packed archive."""
-    z = np.load(path)
-    meta = json.loads(bytes(z["__meta__"]).decode())
-    out = {}
-    for key in z.files:
-        if key == "__meta__":
-            continue
-        case, launch, field = key.split("/")
-        out.setdefault(case, {}).setdefault(launch, {})[field] = z[key].astype(np.int64)
-    for launches in out.values():
-        for rec in launches.values():
-            rec["start_us"] = np.cumsum(rec["start_us"])
-            rec["ready_us"] = rec["start_us"] + rec["ready_us"]
-            rec["end_us"] = rec["ready_us"] + rec["end_us"]
-            for f in ("start_us", "ready_us", "end_us"):
-                rec[f] = rec[f] * TICK_US
-    return meta, out
 
 
 if __name__ == "__main__":

@@ -222,17 +222,31 @@ def host_hidden(layers, op: Op, floor_us: float) -> list:
     return kept if len(kept) >= 3 else layers
 
 
+def _pinned_op(layers, op, spec, pool, law: dict):
+    """A task type whose constants were measured (the GEMM block law of a trace sample): only its error."""
+    name = OP_NAMES[op]
+    s = _with_efficiency(spec, op, law["compute_efficiency"], gemm_half_efficiency_channels=0.0,
+                         step_cycles={**spec.step_cycles, name: law["step_cycles"]},
+                         block_fixed_cycles={**spec.block_fixed_cycles, name: law["block_fixed_cycles"]})
+    return (_kernel_error(layers, op, s, pool), law["compute_efficiency"], None, law["step_cycles"],
+            law["block_fixed_cycles"])
+
+
 def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log=None,
-                           host_floor_us: float = HOST_HIDDEN_US, tick=None):
+                           host_floor_us: float = HOST_HIDDEN_US, tick=None, pinned: dict | None = None):
     """Stage 2: per task type, the constants minimising the log error of its kernel over `stage2_sample`
     (its host-hidden kernels): compute efficiency, the latency of a block's serial step (`step_cycles`), a
     block's fixed cycles and, for a transform, the fraction of the DRAM stream rate its access pattern
-    reaches (`dram_access_efficiency`)."""
+    reaches (`dram_access_efficiency`). A task type in `pinned` (op -> efficiency, step and fixed cycles,
+    measured from traces: `trace_law.gemm_law`) keeps those and is not searched."""
     sample = stage2_sample(runs)
     fitted, errors, dram, step, fixed = {}, {}, {}, {}, {}
     for op in Op:
         layers = host_hidden(sample, op, host_floor_us)
-        err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals, tick)
+        if pinned and op in pinned:
+            err, eff, d, c, f = _pinned_op(layers, op, spec, pool, pinned[op])
+        else:
+            err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals, tick)
         name = OP_NAMES[op]
         if d is not None:
             dram[name] = d

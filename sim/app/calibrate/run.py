@@ -20,6 +20,7 @@ from megasim.app.calibrate.profile import CalibrationProfile, load_profile, prof
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json
+from megasim.contract.problem import Op
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
 
@@ -28,7 +29,7 @@ def raw_paths(raw_dir, gpu: str) -> dict:
     raw = Path(raw_dir)
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
             "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
-            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl"}
+            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": raw / f"{gpu}_trace_sample.npz"}
 
 
 def corpus_runs(path: Path) -> list[dict]:
@@ -39,8 +40,31 @@ def corpus_runs(path: Path) -> list[dict]:
             for run in json.loads(line).get("runs", [])]
 
 
-def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> CalibrationProfile:
-    """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`."""
+def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
+    """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
+    the GEMM block law from a trace sample (`trace_law`). Returns (model overrides, pinned task types)."""
+    from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, task_costs
+    if trace is None:
+        raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
+                           "the raw folder has none")
+    if sample_path is None or not Path(sample_path).is_file():
+        raise MegasimError(f"sm_sharing 'resident' fits the GEMM from a trace sample: {sample_path}: no such file "
+                           "(--trace-sample PATH)")
+    costs = task_costs(graph_of(trace), records_from_dicts(trace["records"]), spec.clock_mhz,
+                       spec.tb_dispatch_latency_cycles)
+    fixed, step, eff, _ = gemm_law(*load_sample(sample_path), spec.clock_mhz, spec.fp32_flops_per_cycle_per_sm)
+    law = {"compute_efficiency": round(eff, 4), "step_cycles": round(step, 1), "block_fixed_cycles": round(fixed, 1)}
+    return {"sm_sharing": "resident", **costs}, {Op.GEMM: law}
+
+
+def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "jobs",
+                trace_sample=None) -> CalibrationProfile:
+    """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`.
+
+    With `sharing = "resident"` (`GPUSpec.sm_sharing`) the per-block traces give what the fit would otherwise
+    search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so stage 3
+    fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
+    `<gpu>_trace_sample.npz`, so stage 2 fits only the transforms; docs/calibration-analysis.md, session 7)."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = read_json(paths["micro"])
@@ -49,14 +73,23 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
     graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
-    if paths["trace"].exists():
-        model["block_work_cv"] = work_cv_from_trace(read_json(paths["trace"]))
+    trace = read_json(paths["trace"]) if paths["trace"].exists() else None
+    if trace is not None:
+        model["block_work_cv"] = work_cv_from_trace(trace)
+    pinned, stage3 = None, {}
+    if sharing == "resident":
+        sample = Path(trace_sample) if trace_sample else paths["trace_sample"]
+        traced, pinned = traced_constants(spec.with_model(**hw), trace, sample)
+        model.update(traced)
+        stage3 = {"overheads": (traced["task_overhead_cycles"],)}
+        log(f"stage 1b (traces): {traced}; GEMM from {sample}: {pinned[Op.GEMM]}")
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
     with ProcessPoolExecutor(jobs) as pool, progress_bar("fitting", fit_probes()) as tick:
         # the bar counts stage 2's and 3's simulated probes against their budget; a task type that converges
         # early leaves it short of its end
-        fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log, tick=tick)
+        fitted, kernel_errors = fit_compute_efficiency(runs + corpus, spec1, pool=pool, log=log, tick=tick,
+                                                       pinned=pinned)
         dram, step, fixed = (fitted.pop(k) for k in ("dram_access_efficiency", "step_cycles", "block_fixed_cycles"))
         eff = fitted
         log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
@@ -64,16 +97,17 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print) -> Calibr
         spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
                                  gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step,
                                  block_fixed_cycles=fixed)
-        fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick)
+        fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
                "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
                "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops,
-               "sm_sharing": spec.sm_sharing, **fused},
+               "sm_sharing": spec1.sm_sharing, **fused},
         provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
-                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"])
+                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
+                                                           *([paths["trace"], sample] if pinned else []))
                                      if p.exists()],
                     "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),
                     "kernel_build": header.get("kernel_build", kernel_build_hash()),

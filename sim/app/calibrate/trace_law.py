@@ -1,0 +1,144 @@
+"""What per-block hardware traces measure directly, for the fit (issue 12, session 7).
+
+Two things a kernel's total time cannot tell apart, and a trace of its blocks can:
+
+- **The GEMM block law.** A GEMM block's work (ready to end) is `fixed + steps x step + n x FLOPs / (eff x
+  SM peak)` cycles, with n the GEMM blocks working on its SM over its life, itself included. Every block of
+  a non-fused GEMM kernel has the same neighbours, so the kernel's time fixes only one mix of latency and
+  throughput; in a trace sample (fused and non-fused launches of many shapes) blocks run beside 1 to 5
+  others, and least squares on their relative errors, every launch weighted alike, separates the three.
+  It is the law `sm_sharing = "resident"` simulates.
+- **The megakernel's cost per task.** From a block's start (before its ticket) to ready, for blocks whose
+  counters were all zero when they started, by how many counters it polls; and the gap on an SM between a
+  block's end and the next block's start there. They give `task_overhead_cycles` (what a task costs from its
+  slot freeing to its first poll, less the dispatch latency the spec already charges) and
+  `wait_check_cycles` (each counter read).
+
+A trace sample is the packed archive `docs/results/trace_sample/pack.py` writes: per case and launch, each
+block's task, op, SM and its start, ready and end in ticks of %globaltimer's 32 ns, stored as differences.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from megasim.contract.graph import NO_COUNTER, build_graph
+from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
+from megasim.contract.work import issued_flops, serial_steps
+
+TICK_US = 0.032  # %globaltimer's resolution on Hopper: every measured time is a multiple of it
+FIELDS = ("task", "op", "sm", "start_us", "ready_us", "end_us")
+SAMPLE_PER_LAUNCH = 4000
+
+
+def load_sample(path) -> tuple[dict, dict]:
+    """(problem by case, {case: {launch: {field: array}}}) from a packed trace sample, times in us."""
+    z = np.load(path)
+    meta = json.loads(bytes(z["__meta__"]).decode())
+    out: dict = {}
+    for key in z.files:
+        if key != "__meta__":
+            case, launch, field = key.split("/")
+            out.setdefault(case, {}).setdefault(launch, {})[field] = z[key].astype(np.int64)
+    for launches in out.values():
+        for rec in launches.values():
+            rec["start_us"] = np.cumsum(rec["start_us"])
+            rec["ready_us"] = rec["start_us"] + rec["ready_us"]
+            rec["end_us"] = rec["ready_us"] + rec["end_us"]
+            for f in ("start_us", "ready_us", "end_us"):
+                rec[f] = rec[f] * TICK_US
+    return meta, out
+
+
+def graph_of(problem: dict):
+    return build_graph(Layer(**problem["layer"]), WinogradVariant(problem.get("variant", 4)),
+                       Partition(**problem["partition"]))
+
+
+def gemm_corunners(rec, rng, with_tasks: bool = False):
+    """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of up to
+    `SAMPLE_PER_LAUNCH` GEMM blocks of one launch, and their tasks if asked."""
+    op, sm, rd, en = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"]
+    gemms = np.where(op == Op.GEMM)[0]
+    if len(gemms) > SAMPLE_PER_LAUNCH:
+        gemms = rng.choice(gemms, SAMPLE_PER_LAUNCH, replace=False)
+    by_sm = {s: np.where((sm == s) & (op == Op.GEMM))[0] for s in np.unique(sm[gemms])}
+    work, n, tasks = [], [], []
+    for j in gemms:
+        a, b = rd[j], en[j]
+        if b <= a:
+            continue
+        i = by_sm[sm[j]]
+        n.append((np.clip(np.minimum(en[i], b) - np.maximum(rd[i], a), 0, None) / (b - a)).sum())
+        work.append(b - a)
+        tasks.append(rec["task"][j])
+    out = np.array(work), np.array(n)
+    return (*out, np.array(tasks)) if with_tasks else out
+
+
+def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
+    """(fixed cycles, step cycles, efficiency, {(case, launch): median relative error}) of the GEMM block law."""
+    rng = np.random.default_rng(seed)
+    xs, ys, ws, tags = [], [], [], []
+    for case, problem in meta.items():
+        g = graph_of(problem)
+        flops, steps = issued_flops(g), serial_steps(g)
+        for launch, rec in traces[case].items():
+            work, n, tasks = gemm_corunners(rec, rng, with_tasks=True)
+            for w, k, t in zip(work, n, tasks):
+                xs.append([1.0, steps[t], flops[t] * k / sm_peak])
+                ys.append(w * clock_mhz)
+                ws.append(1.0 / (w * clock_mhz * np.sqrt(len(work))))
+                tags.append((case, launch))
+    x, y, w = np.array(xs), np.array(ys), np.array(ws)
+    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
+    errors: dict = {}
+    for tag, e in zip(tags, x @ coef / y - 1):
+        errors.setdefault(tag, []).append(e)
+    return float(coef[0]), float(coef[1]), float(1 / coef[2]), {t: float(np.median(v)) for t, v in errors.items()}
+
+
+def start_costs(graph, rec):
+    """(start to ready in us, counters polled) of the blocks whose counters were all zero at their start."""
+    task, st, rd, en = rec["task"], rec["start_us"], rec["ready_us"], rec["end_us"]
+    zero = np.zeros(len(graph.counter_init))
+    sig = graph.signals[task]
+    has = sig != NO_COUNTER
+    np.maximum.at(zero, sig[has], en[has])
+    waits = graph.waits_on[task]
+    polled = (waits != NO_COUNTER).sum(1)
+    met = np.ones(len(task), bool)
+    for k in range(2):
+        c = waits[:, k]
+        h = c != NO_COUNTER
+        met[h] &= zero[c[h]] < st[h]
+    return (rd - st)[met], polled[met]
+
+
+def slot_gaps(rec):
+    """For each block that started after another ended on its SM: its start less that latest end (us)."""
+    out = []
+    for s in np.unique(rec["sm"]):
+        i = np.where(rec["sm"] == s)[0]
+        ends = np.sort(rec["end_us"][i])
+        k = np.searchsorted(ends, rec["start_us"][i]) - 1
+        ok = k >= 0
+        out.append(rec["start_us"][i][ok] - ends[k[ok]])
+    g = np.concatenate(out) if out else np.zeros(0)
+    return g[(g >= 0) & (g < 5)]
+
+
+def task_costs(graph, rec, clock_mhz: float, dispatch_latency_cycles: float) -> dict:
+    """`task_overhead_cycles` and `wait_check_cycles` of a static megakernel launch's trace: a task polling no
+    counter is ready the slot gap plus its start-to-ready after its slot freed, of which the spec's dispatch
+    latency is charged already; each polled counter adds the least-squares slope of start-to-ready on the
+    counters polled."""
+    sr, polled = start_costs(graph, rec)
+    levels = [k for k in (0, 1, 2) if (polled == k).sum() >= 5]
+    if 0 not in levels or len(levels) < 2:
+        raise ValueError("the trace has too few ready blocks polling 0 and 1-2 counters to measure their costs")
+    med = {k: float(np.median(sr[polled == k])) for k in levels}
+    slope = float(np.polyfit(levels, [med[k] for k in levels], 1)[0])
+    base = (float(np.median(slot_gaps(rec))) + med[0]) * clock_mhz - dispatch_latency_cycles
+    return {"task_overhead_cycles": int(round(max(base, 0.0))), "wait_check_cycles": round(max(slope, 0.0) * clock_mhz, 1)}

@@ -1,0 +1,53 @@
+"""Stage 1b: what per-block traces measure for the fit (`megasim.app.calibrate.trace_law`)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from megasim.app.calibrate.run import traced_constants
+from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, task_costs
+from megasim.app.catalog import load_gpu
+from megasim.app.cli import main
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Op
+from megasim.contract.records import records_from_dicts
+
+from ..conftest import CALIBRATION_RAW
+
+SAMPLE = Path(__file__).parents[2] / "docs" / "results" / "trace_sample" / "h100"
+
+
+@pytest.fixture(scope="module")
+def h200_trace():
+    return json.loads((CALIBRATION_RAW / "h200_trace_resnet2.json").read_text())
+
+
+def test_task_costs_of_the_h200_trace(h200_trace):
+    """ResNet-2 on the H200: a transform is ready 1.15 us after its start, a GEMM (two counters) 2.5 us, and a
+    slot is retaken 0.45 us after a block ends; less the 534 dispatch cycles the spec charges already."""
+    costs = task_costs(graph_of(h200_trace), records_from_dicts(h200_trace["records"]), 1979.49, 534)
+    assert costs == {"task_overhead_cycles": 2633, "wait_check_cycles": pytest.approx(1330.2, abs=0.1)}
+
+
+def test_the_gemm_law_is_the_committed_one():
+    law = json.loads((SAMPLE / "gemm_law.json").read_text())
+    fixed, step, eff, errors = gemm_law(*load_sample(SAMPLE / "traces.npz"), law["clock_mhz"], 256)
+    assert (round(fixed, 1), round(step, 1), round(eff, 4)) == (law["block_fixed_cycles"], law["step_cycles"],
+                                                               law["compute_efficiency"])
+    assert len(errors) == 72
+
+
+def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
+    model, pinned = traced_constants(load_gpu("h200"), h200_trace, SAMPLE / "traces.npz")
+    assert model["sm_sharing"] == "resident" and model["wait_check_cycles"] > 1000
+    assert set(pinned) == {Op.GEMM} and pinned[Op.GEMM]["compute_efficiency"] == pytest.approx(0.7044, abs=1e-4)
+
+
+def test_resident_fit_without_its_traces_is_one_line(tmp_path, capsys, h200_trace):
+    with pytest.raises(MegasimError, match="trace sample"):
+        traced_constants(load_gpu("h200"), h200_trace, tmp_path / "none.npz")
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpu", "h200", "--from-raw", "--sharing", "resident",
+                 "--trace-sample", str(tmp_path / "none.npz"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trace sample" in err[0] and not out.exists()
