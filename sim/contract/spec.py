@@ -109,6 +109,11 @@ class GPUSpec:
         "its serial-step latency leaves the SM to the others), or 'resident', every block working on the SM "
         "until it ends (per-block traces: a GEMM block's work grows as a + b x the GEMM blocks working beside "
         "it, docs/calibration-analysis.md, session 7)", "jobs")
+    issue_weight: dict[OpName, float_in(0.0, 1e6, above=True)] = _f(
+        "per task type, its weight in sharing an SM's FP32 issue with blocks of other types: a block gets its "
+        "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "
+        "any implies sm_sharing 'resident' and drops the per-block cap of 2 x threads FLOPs per cycle. "
+        "Missing: 1. Blocks of one type share equally whatever their weight", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})

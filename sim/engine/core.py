@@ -67,6 +67,7 @@ from megasim.engine.deadlock import deadlock_message
 from megasim.engine.dispatch import make_policy
 from megasim.engine.l2 import L2Model
 from megasim.engine.psqueue import PSQueue
+from megasim.engine.weighted_psqueue import WeightedPSQueue
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
@@ -152,9 +153,15 @@ class _Machine:
         self.dram_submit = queue.submit
         self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         fp_cap = 2.0 * kern.resources.threads
-        sticky = gpu.sm_sharing == "resident"
-        fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending, self.jobs_done, sticky)
-              for _ in range(gpu.sm_count)]
+        sticky = gpu.sm_sharing == "resident" or bool(gpu.issue_weight)
+        if gpu.issue_weight:
+            weights = np.array([float(gpu.issue_weight.get(OP_NAMES[o], 1.0)) for o in Op])
+            weight = view(weights[np.asarray(self.op)])
+            fp = [WeightedPSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, weight, self.pending, self.jobs_done)
+                  for _ in range(gpu.sm_count)]
+        else:
+            fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending, self.jobs_done, sticky)
+                  for _ in range(gpu.sm_count)]
         self.fp_submit = [q.submit for q in fp]
         self.fp_release = [q.release for q in fp] if sticky else None
         self.spins = self.check and not self.queue
@@ -246,7 +253,7 @@ class _Machine:
     def finish(self, now: float, b: int) -> None:
         self.t_end[b] = now
         if self.fp_release:
-            self.fp_release[self.sm[b]](now)
+            self.fp_release[self.sm[b]](now, b)
         task = self.order[b]
         self.l2_write(task)
         self.done_in_kernel += 1

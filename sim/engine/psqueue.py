@@ -114,7 +114,7 @@ class PSQueue:
             if not left:
                 self.done(now, job)
 
-    def release(self, now: float) -> None:
+    def release(self, now: float, job: int = -1) -> None:
         """A sticky queue's block whose job had finished has ended: one fewer shares the capacity."""
         v = self.v = self.v + (now - self.t) * self.r
         self.t = now

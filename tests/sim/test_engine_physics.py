@@ -145,6 +145,31 @@ def test_resident_sharing_makes_a_block_take_its_latency_plus_its_share_of_all_w
     assert work["jobs"] < work["resident"] - 0.5 * w
 
 
+def test_issue_weights_share_an_sm_in_proportion():
+    """A GEMM (weight 3) and an input transform (weight 1) of equal FP32 work start together on one SM: the
+    GEMM gets 3/4 of the SM until it ends, then the transform has it all."""
+    flops = 25600.0
+    g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM], [flops, flops], [0, 0])
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=2, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=1e-6,
+                  issue_weight={"gemm": 3.0})
+    rec = run_kernels(g, [Kernel(np.arange(2), BLOCK, False)], gpu, quantum=0.0).records
+    work = (rec["end_us"] - rec["ready_us"]) * gpu.clock_mhz
+    peak = gpu.fp32_flops_per_cycle_per_sm
+    assert work[0] == pytest.approx(flops / (peak * 3 / 4), rel=1e-6)
+    assert rec["end_us"][1] * gpu.clock_mhz == pytest.approx(2 * flops / peak, rel=1e-6)
+
+
+def test_equal_issue_weights_are_resident_sharing():
+    n = 60
+    g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM] * (n // 2), [25600.0] * n, [0] * n)
+    runs = []
+    for extra in ({"sm_sharing": "resident"}, {"issue_weight": {"gemm": 1.0}}):
+        gpu = toy_gpu(sm_count=2, max_blocks_per_sm=3, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=150.0,
+                      block_fixed_cycles={"gemm": 1000.0}, **extra)
+        runs.append(run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles)
+    assert runs[1] == pytest.approx(runs[0], rel=1e-9)
+
+
 def test_a_non_fused_block_pays_no_megakernel_overhead():
     """Ticket and task-map read are the megakernel's: a non-fused block pays dispatch and block launch only."""
     gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
