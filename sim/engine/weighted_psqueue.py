@@ -20,27 +20,19 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from math import inf
 
-_EPS = 1e-9
+from megasim.engine.psqueue import _EPS, PSQueue
 
 
-class WeightedPSQueue:
-    __slots__ = ("call_later", "capacity", "weight", "v", "t", "r", "total", "heap", "seq", "armed_at", "token",
-                 "done", "pending", "half", "fire")
+class WeightedPSQueue(PSQueue):
+    """`PSQueue`'s virtual clock and timer (its fields and `fire`), with weighted shares held until release."""
+
+    __slots__ = ("weight", "total")
 
     def __init__(self, clock, capacity: float, weight, pending, done):
         """`weight[job]` is each job's issue weight; `pending` and `done` as in `PSQueue`."""
-        self.call_later = clock.call_later
-        self.capacity = capacity
+        super().__init__(clock, capacity, capacity, pending, done, sticky=True)
         self.weight = weight
-        self.v = self.t = self.r = self.total = 0.0
-        self.heap: list = []
-        self.seq = 0
-        self.armed_at = inf
-        self.token = 0
-        self.done = done
-        self.pending = pending
-        self.half = clock.quantum / 2
-        self.fire = self._fire
+        self.total = 0.0
 
     def _rerate(self, now: float) -> None:
         self.r = self.capacity / self.total if self.total > 0 else 0.0
@@ -72,6 +64,8 @@ class WeightedPSQueue:
         self._rerate(now)
 
     def _fire(self, now: float, token: int) -> None:
+        """`PSQueue._fire` less its re-rating: a finished job's weight stays until `release`. (`PSQueue` keeps
+        its own inline, unshared: it is the engine's hottest path.)"""
         if token == self.token:
             self.armed_at = inf
         v = self.v = self.v + (now - self.t) * self.r
