@@ -247,7 +247,8 @@ def _interval_section(interval) -> list[str]:
 def _kernel_section(rows) -> list[str]:
     graphed = any(r.get("kernels_timed") == "graph" for r in rows)
     how = ("Measured inside one CUDA graph as prefix differences (the first kernel carries the graph's launch), "
-           "predicted as the kernels' spans in the simulated sequence" if graphed else
+           "predicted as stage 2 fits them: each kernel simulated alone, the first with the sequence's first "
+           "launch and the others with one launch gap" if graphed else
            "Measured between events with each launch issued from Python, which on short kernels also times the host")
     lines = ["## Non-fused kernels in the pipeline: measured / predicted (us)", "",
              how + "; the last column is the four in one graph.", "",

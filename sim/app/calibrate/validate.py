@@ -17,7 +17,8 @@ import numpy as np
 from megasim.contract.files import write_then_rename
 from megasim.app.calibrate.jobs import largest_first, progress
 from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS
-from megasim.app.calibrate.predict import graph_of, mapping_of, predict_fused, predict_kernel, predict_nonfused
+from megasim.app.calibrate.predict import (graph_of, mapping_of, predict_fused, predict_kernel, predict_kernel_in_graph,
+                                           predict_nonfused)
 from megasim.contract.problem import Op
 
 
@@ -28,7 +29,8 @@ def _predict_one(args):
            "pred_fused_us": predict_fused(run, spec)}
     if with_nonfused:
         row["pred_nonfused_us"], _ = predict_nonfused(run, spec)
-        row["pred_kernels_us"] = [predict_kernel(run, op, spec) for op in Op]
+        alone = predict_kernel_in_graph if run.get("nonfused_kernels_graph_us") else predict_kernel
+        row["pred_kernels_us"] = [alone(run, op, spec) for op in Op]
     return row
 
 
