@@ -51,3 +51,20 @@ def test_resident_fit_without_its_traces_is_one_line(tmp_path, capsys, h200_trac
                  "--trace-sample", str(tmp_path / "none.npz"), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "trace sample" in err[0] and not out.exists()
+
+
+@pytest.mark.parametrize("content", ["text", "npz-without-meta"])
+def test_a_file_that_is_not_a_trace_sample_is_one_line(tmp_path, capsys, content):
+    import numpy as np
+    bad = tmp_path / "bad.npz"
+    if content == "text":
+        bad.write_text("not an archive")
+    else:
+        np.savez(bad, a=np.zeros(3))
+    with pytest.raises(MegasimError, match="not a packed trace sample"):
+        load_sample(bad)
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpu", "h200", "--from-raw", "--sharing", "resident", "--trace-sample", str(bad),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a packed trace sample" in err[-1] and not out.exists()

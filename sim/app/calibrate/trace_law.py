@@ -23,6 +23,7 @@ import json
 
 import numpy as np
 
+from megasim.contract.errors import MegasimError
 from megasim.contract.graph import NO_COUNTER, build_graph
 from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 from megasim.contract.work import issued_flops, serial_steps
@@ -34,13 +35,18 @@ SAMPLE_PER_LAUNCH = 4000
 
 def load_sample(path) -> tuple[dict, dict]:
     """(problem by case, {case: {launch: {field: array}}}) from a packed trace sample, times in us."""
-    z = np.load(path)
-    meta = json.loads(bytes(z["__meta__"]).decode())
-    out: dict = {}
-    for key in z.files:
-        if key != "__meta__":
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["__meta__"]).decode())
+            arrays = {key: z[key].astype(np.int64) for key in z.files if key != "__meta__"}
+        out: dict = {}
+        for key, values in arrays.items():
             case, launch, field = key.split("/")
-            out.setdefault(case, {}).setdefault(launch, {})[field] = z[key].astype(np.int64)
+            out.setdefault(case, {}).setdefault(launch, {})[field] = values
+        if not out or set(out) != set(meta) or any(set(r) != set(FIELDS) for c in out.values() for r in c.values()):
+            raise ValueError("its cases, launches or fields do not match")
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        raise MegasimError(f"{path}: not a packed trace sample (docs/results/trace_sample/pack.py): {exc}") from None
     for launches in out.values():
         for rec in launches.values():
             rec["start_us"] = np.cumsum(rec["start_us"])
@@ -137,7 +143,7 @@ def task_costs(graph, rec, clock_mhz: float, dispatch_latency_cycles: float) -> 
     sr, polled = start_costs(graph, rec)
     levels = [k for k in (0, 1, 2) if (polled == k).sum() >= 5]
     if 0 not in levels or len(levels) < 2:
-        raise ValueError("the trace has too few ready blocks polling 0 and 1-2 counters to measure their costs")
+        raise MegasimError("the trace has too few ready blocks polling 0 and 1-2 counters to measure a task's costs")
     med = {k: float(np.median(sr[polled == k])) for k in levels}
     slope = float(np.polyfit(levels, [med[k] for k in levels], 1)[0])
     base = (float(np.median(slot_gaps(rec))) + med[0]) * clock_mhz - dispatch_latency_cycles
