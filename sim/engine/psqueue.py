@@ -116,16 +116,18 @@ class PSQueue:
 
     def release(self, now: float, job: int = -1) -> None:
         """A sticky queue's block whose job had finished has ended: one fewer shares the capacity."""
-        v = self.v = self.v + (now - self.t) * self.r
+        self.v += (now - self.t) * self.r
         self.t = now
         self.held -= 1
-        heap = self.heap
-        if not heap:
-            return
-        share = self.capacity / (len(heap) + self.held)
-        cap = self.job_cap
-        r = self.r = share if share < cap else cap
-        when = now + (heap[0][0] - v) / r
+        if self.heap:
+            share = self.capacity / (len(self.heap) + self.held)
+            self.r = share if share < self.job_cap else self.job_cap
+            self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        """Arm the timer for the head's finish if that is sooner than the one armed (`submit` and `_fire` do
+        the same inline: they are the engine's hottest path)."""
+        when = now + (self.heap[0][0] - self.v) / self.r
         if when < self.armed_at - _EPS:
             self.armed_at = when
             token = self.token = self.token + 1

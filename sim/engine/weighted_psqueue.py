@@ -36,13 +36,8 @@ class WeightedPSQueue(PSQueue):
 
     def _rerate(self, now: float) -> None:
         self.r = self.capacity / self.total if self.total > 0 else 0.0
-        heap = self.heap
-        if heap:
-            when = now + (heap[0][0] - self.v) / self.r
-            if when < self.armed_at - _EPS:
-                self.armed_at = when
-                token = self.token = self.token + 1
-                self.call_later(now, when - now, self.fire, token)
+        if self.heap:
+            self._arm(now)
 
     def submit(self, now: float, amount: float, job: int) -> None:
         """`job` starts `amount` of work at `now`; its weight joins the SM's total until `release`."""
@@ -64,8 +59,7 @@ class WeightedPSQueue(PSQueue):
         self._rerate(now)
 
     def _fire(self, now: float, token: int) -> None:
-        """`PSQueue._fire` less its re-rating: a finished job's weight stays until `release`. (`PSQueue` keeps
-        its own inline, unshared: it is the engine's hottest path.)"""
+        """`PSQueue._fire` less its re-rating: a finished job's weight stays until `release`."""
         if token == self.token:
             self.armed_at = inf
         v = self.v = self.v + (now - self.t) * self.r
@@ -80,11 +74,7 @@ class WeightedPSQueue(PSQueue):
         if finished:
             self.armed_at = inf
         if heap:
-            when = now + (heap[0][0] - v) / self.r
-            if when < self.armed_at - _EPS:
-                self.armed_at = when
-                token = self.token = self.token + 1
-                self.call_later(now, when - now, self.fire, token)
+            self._arm(now)
         pending = self.pending
         for job in finished:
             left = pending[job] = pending[job] - 1

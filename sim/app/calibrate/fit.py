@@ -23,6 +23,7 @@ from statistics import fmean
 
 import numpy as np
 
+from megasim.app.calibrate.jobs import largest_first
 from megasim.app.calibrate.predict import measured_kernel, predict_fused, predict_kernel, predict_kernel_in_graph
 from megasim.contract.problem import OP_NAMES, Op
 
@@ -91,12 +92,7 @@ def _kernel_error(runs, op: Op, spec, pool=None) -> float:
     jobs = [(r, op, spec) for r in runs]
     if pool is None:
         return _balanced_mean(runs, [_kernel_log_error(j) for j in jobs])
-    # largest kernels first, so that neither worker is left alone with a big one at the end
-    order = sorted(range(len(jobs)), key=lambda i: -_blocks(runs[i], op))
-    errors = [0.0] * len(jobs)
-    for i, e in zip(order, pool.map(_kernel_log_error, [jobs[i] for i in order])):
-        errors[i] = e
-    return _balanced_mean(runs, errors)
+    return _balanced_mean(runs, largest_first(pool, _kernel_log_error, jobs, [_blocks(r, op) for r in runs]))
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
@@ -274,11 +270,7 @@ def _log_error(spec, runs, pool=None) -> float:
     if pool is None:
         return _balanced_mean(runs, [_fused_log_error(j) for j in jobs])
     from megasim.app.calibrate.predict import graph_of
-    order = sorted(range(len(jobs)), key=lambda i: -graph_of(runs[i]).num_tasks)  # largest first, as in stage 2
-    errors = [0.0] * len(jobs)
-    for i, e in zip(order, pool.map(_fused_log_error, [jobs[i] for i in order])):
-        errors[i] = e
-    return _balanced_mean(runs, errors)
+    return _balanced_mean(runs, largest_first(pool, _fused_log_error, jobs, [graph_of(r).num_tasks for r in runs]))
 
 
 def fit_fused(runs, spec, overheads=OVERHEADS, usable=USABLE,
