@@ -114,6 +114,11 @@ class GPUSpec:
         "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "
         "any implies sm_sharing 'resident' and drops the per-block cap of 2 x threads FLOPs per cycle. "
         "Missing: 1. Blocks of one type share equally whatever their weight", {})
+    gemm_neighbour_stretch: dict[OpName, float_in(0.0, 100.0)] = _f(
+        "per task type, how much slower a block's work runs beside a working GEMM block on its SM: its work "
+        "(ready to end) takes 1 + this x f as long, f the fraction of its jobs' time a GEMM worked there "
+        "(per-block traces: an input transform beside working GEMMs takes 1.2-1.6x what it takes beside "
+        "none, docs/calibration-analysis.md, session 8). Missing: 0", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})

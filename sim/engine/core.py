@@ -55,7 +55,6 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,7 +65,9 @@ from megasim.engine.clock import Clock
 from megasim.engine.deadlock import deadlock_message
 from megasim.engine.dispatch import make_policy
 from megasim.engine.l2 import L2Model
+from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
+from megasim.engine.ready_fifo import QueueState
 from megasim.engine.weighted_psqueue import WeightedPSQueue
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
@@ -145,7 +146,7 @@ class _Machine:
         slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
         self.launched_blocks = slots * gpu.sm_count if kern.persistent or kern.ready else self.size
-        self.queue = kern.ready and _QueueState(kern.ready, self.base, self.launched_blocks)
+        self.queue = kern.ready and QueueState(kern.ready, self.base, self.launched_blocks)
         self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
@@ -327,36 +328,48 @@ class _Machine:
                       total_cycles=self.spans[-1][1] + self.gpu.us_to_cycles(self.gpu.first_launch_us))
 
 
-class _QueueState:
-    """A ready-queue kernel's FIFO, in global block numbers, its pending counts, and its root window: the
-    first `window` roots are queued at launch, the next one each time a root finishes
-    (`megasim.contract.scheduling`)."""
+class _StretchedMachine(_Machine):
+    """The machine with `GPUSpec.gemm_neighbour_stretch`: a block of a stretched type takes 1 + its factor x f
+    as long, f the fraction of its jobs' time a GEMM block worked on its SM (`megasim.engine.neighbours`), or
+    whether one works there as they end, for jobs that took no time.
+    A subclass, so the default path pays nothing for it."""
 
-    def __init__(self, ready: ReadyQueue, base: int, window: int):
-        self.ready, self.base = ready, base
-        self.roots = (ready.roots + base).tolist()
-        self.fifo = deque(self.roots[:window])
-        self.next_root = min(window, len(self.roots))
-        self.pending = ready.pending.tolist()
+    def __init__(self, graph, gpu, kernels, *args):
+        super().__init__(graph, gpu, kernels, *args)
+        factors = np.array([float(gpu.gemm_neighbour_stretch.get(OP_NAMES[o], 0.0)) for o in Op])
+        self.stretch = view(factors[np.asarray(self.op)])
+        self.neighbours = GemmNeighbours(gpu.sm_count)
+        self.busy_at_ready = memoryview(np.zeros(len(self.order)))
 
-    def next_root_after(self, b: int) -> list:
-        """Block `b` finished: the root it lets into the FIFO, if it was a root and any are left."""
-        if self.ready.pending[b - self.base] or self.next_root >= len(self.roots):
-            return []
-        self.next_root += 1
-        return [self.roots[self.next_root - 1]]
+    def work(self, now: float, b: int) -> None:
+        super().work(now, b)
+        if self.op[b] == Op.GEMM:
+            self.neighbours.enter(now, self.sm[b])
+        elif self.stretch[b]:
+            self.busy_at_ready[b] = self.neighbours.busy_until(now, self.sm[b])
 
-    def sweep(self, counter: int, threads: int) -> dict[int, list]:
-        """The waiters `counter` makes ready, by the sweep round that pushes them."""
-        index = {w: i for i, w in enumerate(self.ready.waiters_of(counter).tolist())}
-        out: dict[int, list] = {}
-        for w in self.ready.zeroed(self.pending, counter):
-            out.setdefault(index[w] // threads, []).append(self.base + w)
-        return out
+    def jobs_done(self, now: float, b: int) -> None:
+        if not self.stretch[b]:
+            return super().jobs_done(now, b)
+        cols = self.blocks
+        wait = cols.t_ready[b] + cols.floor[b] - now
+        wait = (wait if wait > 0.0 else 0.0) + cols.added[b]
+        ran = now - cols.t_ready[b]
+        sm = self.sm[b]
+        if ran > 0.0:
+            beside = (self.neighbours.busy_until(now, sm) - self.busy_at_ready[b]) / ran
+        else:
+            beside = 1.0 if self.neighbours.working[sm] else 0.0
+        wait += self.stretch[b] * beside * (ran + wait)
+        if wait > 0:
+            self.call_later(now, wait, self.finish, b)
+        else:
+            self.finish(now, b)
 
-    def rounds(self, counter: int, threads: int) -> int:
-        n = int(self.ready.waiter_offsets[counter + 1] - self.ready.waiter_offsets[counter])
-        return -(-n // threads)
+    def finish(self, now: float, b: int) -> None:
+        if self.op[b] == Op.GEMM:
+            self.neighbours.leave(now, self.sm[b])
+        super().finish(now, b)
 
 
 DEFAULT_QUANTUM_CYCLES = 32.0
@@ -366,4 +379,5 @@ def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order
                 policy_options: dict | None = None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
     """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value);
     `seed` draws the per-block work variation (if the spec has any)."""
-    return _Machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()
+    machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
+    return machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()

@@ -187,3 +187,29 @@ def test_persistent_mode_is_static_when_starting_a_task_costs_nothing():
     runs = [run_kernels(g, [Kernel(np.arange(n), BLOCK, False, persistent=p)], gpu) for p in (False, True)]
     assert runs[0].total_cycles == runs[1].total_cycles
     assert np.array_equal(runs[0].records["sm"], runs[1].records["sm"])
+
+
+def _input_beside_gemm(sm_count: int, **extra):
+    """An input transform (FP32 work and serial latency) and a long GEMM (latency only) starting together, on
+    one SM or on two: the input block's work, cycles."""
+    g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM], [1.0, 25600.0], [0, 0])
+    gpu = toy_gpu(sm_count=sm_count, max_blocks_per_sm=2, tb_dispatch_latency_cycles=0,
+                  tb_dispatch_interval_cycles=1e-6, block_fixed_cycles={"gemm": 1e6, "input_transform": 500.0}, **extra)
+    rec = run_kernels(g, [Kernel(np.arange(2), BLOCK, False)], gpu, quantum=0.0).records
+    assert len(set(rec["sm"])) == sm_count
+    return float((rec["end_us"] - rec["ready_us"])[1]) * gpu.clock_mhz
+
+
+def test_a_working_gemm_stretches_its_neighbours_work():
+    """Per-block traces: an input transform beside a working GEMM takes longer than beside none, by a factor
+    of its type (`gemm_neighbour_stretch`), its jobs and its serial latency alike."""
+    plain = _input_beside_gemm(1)
+    assert plain == pytest.approx(25600.0 / toy_gpu().fp32_flops_per_cycle_per_sm + 500.0, rel=1e-4)
+    assert _input_beside_gemm(1, gemm_neighbour_stretch={"input_transform": 0.4}) == pytest.approx(1.4 * plain, rel=1e-6)
+    assert _input_beside_gemm(1, gemm_neighbour_stretch={"output_transform": 0.4}) == pytest.approx(plain, rel=1e-9)
+
+
+def test_a_gemm_on_another_sm_stretches_nothing():
+    spread = {"first_wave_lead_sms": [0, 1]}
+    plain = _input_beside_gemm(2, **spread)
+    assert _input_beside_gemm(2, gemm_neighbour_stretch={"input_transform": 0.4}, **spread) == pytest.approx(plain, rel=1e-9)
