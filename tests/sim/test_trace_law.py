@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from megasim.app.calibrate.run import traced_constants
-from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, task_costs
+from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, output_law, task_costs
 from megasim.app.catalog import load_gpu
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
@@ -35,6 +35,19 @@ def test_the_gemm_law_is_the_committed_one():
     assert (round(fixed, 1), round(step, 1), round(eff, 4)) == (law["block_fixed_cycles"], law["step_cycles"],
                                                                law["compute_efficiency"])
     assert len(errors) == 72
+
+
+def test_the_output_law_is_the_committed_one():
+    """An output block is slowed by its SM's blocks and by the chip's other outputs: the four-term law fits the
+    H100 sample's 72 launches with a median error near 10%, and its chip rate lies between DRAM and L2."""
+    law = json.loads((SAMPLE / "output_law.json").read_text())
+    fixed, step, eff, chip, errors = output_law(*load_sample(SAMPLE / "traces.npz"), law["clock_mhz"], 256)
+    assert (round(fixed, 1), round(step, 1), round(eff, 4), round(chip, 1)) == (
+        law["block_fixed_cycles"], law["step_cycles"], law["compute_efficiency"], law["chip_bytes_per_cycle"])
+    assert len(errors) == 72
+    assert sorted(abs(e) for e in errors.values())[36] < 0.12
+    h100 = load_gpu("h100")
+    assert h100.dram_gbps * 1e3 / 1980 < chip < h100.l2_gbps * 1e3 / 1980
 
 
 def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):

@@ -15,6 +15,8 @@ writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each st
 4. The GEMM block law work = fixed + steps x step + n x issued FLOPs / (efficiency x SM peak), n as in 2,
    fitted by least squares on relative error with every (case, launch) weighted alike: the constants
    `sm_sharing = "resident"` needs for the GEMM (`gemm_law.json`).
+5. The output block law, the same with every block on the SM in n and a chip-wide term for the other
+   output blocks' bytes (`output_law.json`; docs/calibration-analysis.md, session 8).
 """
 import json
 import sys
@@ -22,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.app.calibrate.trace_law import gemm_corunners, gemm_law, graph_of, load_sample, slot_gaps, start_costs
+from megasim.app.calibrate.trace_law import (gemm_corunners, gemm_law, graph_of, load_sample, output_law, slot_gaps,
+                                             start_costs)
 from megasim.contract.problem import Op
 
 CLOCK_MHZ = 1980.0  # the H100's and H200's sustained SM clock (scenarios/calibrations)
@@ -87,6 +90,17 @@ def main(folder: Path) -> int:
         {"block_fixed_cycles": round(fixed, 1), "step_cycles": round(step, 1), "compute_efficiency": round(eff, 4),
          "clock_mhz": CLOCK_MHZ, "median_relative_error": {f"{c}/{launch}": round(e, 4) for (c, launch), e in errors.items()}},
         indent=1))
+    o_fixed, o_step, o_eff, chip, o_errors = output_law(meta, traces, CLOCK_MHZ, SM_PEAK)
+    o_abs = np.abs(list(o_errors.values()))
+    lines += ["", "## 5. The output block law", "",
+              f"work = {o_fixed:.0f} + steps x {o_step:.1f} + n x issued FLOPs / ({o_eff:.3f} x {SM_PEAK}) + m x bytes / "
+              f"{chip:.0f} cycles, n the blocks of any type working on its SM, m the output blocks working on the chip "
+              f"(overlap-weighted, itself included), fitted as section 4's. Median over (case, launch) of the median "
+              f"relative error: {np.median(o_abs):.1%}, 90th percentile {np.percentile(o_abs, 90):.1%}."]
+    (folder / "output_law.json").write_text(json.dumps(
+        {"block_fixed_cycles": round(o_fixed, 1), "step_cycles": round(o_step, 1), "compute_efficiency": round(o_eff, 4),
+         "chip_bytes_per_cycle": round(chip, 1), "clock_mhz": CLOCK_MHZ,
+         "median_relative_error": {f"{c}/{launch}": round(e, 4) for (c, launch), e in o_errors.items()}}, indent=1))
     (folder / "analysis.md").write_text("\n".join(lines) + "\n")
     plot(curves, folder / "gemm_corunners.png", folder.name)
     print("\n".join(lines))

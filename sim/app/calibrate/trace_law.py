@@ -105,6 +105,47 @@ def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: i
     return float(coef[0]), float(coef[1]), float(1 / coef[2]), {t: float(np.median(v)) for t, v in errors.items()}
 
 
+def _overlap(a: float, b: float, ready: np.ndarray, end: np.ndarray) -> float:
+    """How many of the blocks (ready, end) worked during [a, b], each weighted by the share of it they did."""
+    return float((np.clip(np.minimum(end, b) - np.maximum(ready, a), 0, None) / (b - a)).sum())
+
+
+def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0, per_launch: int = 800):
+    """(fixed cycles, step cycles, efficiency, chip bytes per cycle, {(case, launch): median relative error}) of
+    the output block law `fixed + steps x step + n x FLOPs / (eff x peak) + m x bytes / chip rate`: n the blocks
+    of any type working on its SM, m the output blocks working on the whole chip (both overlap-weighted, itself
+    included), bytes what it reads and writes. Fitted as `gemm_law` is. An output block is slowed by its SM's
+    blocks and by the chip's other outputs alike (session 8): either term alone fits far worse."""
+    rng = np.random.default_rng(seed)
+    xs, ys, ws, tags = [], [], [], []
+    for case, problem in meta.items():
+        g = graph_of(problem)
+        flops, steps = issued_flops(g), serial_steps(g)
+        moved = sum(g.bytes_per_task())
+        for launch, rec in traces[case].items():
+            op, sm, rd, en, task = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"], rec["task"]
+            outs = np.where(op == Op.OUTPUT_TRANSFORM)[0]
+            picked = rng.choice(outs, per_launch, replace=False) if len(outs) > per_launch else outs
+            picked = picked[en[picked] > rd[picked]]
+            for j in picked:
+                a, b, t = rd[j], en[j], task[j]
+                here = sm == sm[j]
+                n, m = _overlap(a, b, rd[here], en[here]), _overlap(a, b, rd[outs], en[outs])
+                xs.append([1.0, steps[t], n * flops[t] / sm_peak, m * moved[t]])
+                ys.append((b - a) * clock_mhz)
+                ws.append(1.0 / ((b - a) * clock_mhz * np.sqrt(len(picked))))
+                tags.append((case, launch))
+    if len(ys) < 4:
+        raise MegasimError("the trace sample has too few output-transform blocks to fit their law")
+    x, y, w = np.array(xs), np.array(ys), np.array(ws)
+    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
+    errors: dict = {}
+    for tag, e in zip(tags, x @ coef / y - 1):
+        errors.setdefault(tag, []).append(e)
+    return (float(coef[0]), float(coef[1]), float(1 / coef[2]), float(1 / coef[3]),
+            {t: float(np.median(v)) for t, v in errors.items()})
+
+
 def start_costs(graph, rec):
     """(start to ready in us, counters polled) of the blocks whose counters were all zero at their start."""
     task, st, rd, en = rec["task"], rec["start_us"], rec["ready_us"], rec["end_us"]
