@@ -61,6 +61,20 @@ def test_stage2_recovers_compute_efficiency(small_gpu):
             assert predict_kernel(run, op, fitted) == pytest.approx(run["nonfused_kernels_us"][op], rel=0.05), errors
 
 
+def test_a_pinned_transform_keeps_its_law_and_fits_only_its_dram_access(small_gpu):
+    """Stage 1b pins the output transform's efficiency and latencies from its block law; stage 2 then recovers
+    the DRAM access efficiency the law does not give."""
+    law = {"compute_efficiency": TRUTH["output_transform"], "step_cycles": 0.0, "block_fixed_cycles": 0.0}
+    truth = small_gpu.with_model(compute_efficiency=TRUTH, dram_access_efficiency={"output_transform": 0.55})
+    runs = _runs(truth)
+    guess = small_gpu.with_model(compute_efficiency=TRUTH)
+    eff, _ = fit_compute_efficiency(runs, guess, evals=8, host_floor_us=0.0,
+                                    pinned={op: law for op in (Op.OUTPUT_TRANSFORM, Op.GEMM)})
+    assert eff["output_transform"] == TRUTH["output_transform"]
+    assert eff["step_cycles"]["output_transform"] == 0.0 and "gemm" not in eff["dram_access_efficiency"]
+    assert eff["dram_access_efficiency"]["output_transform"] == pytest.approx(0.55, abs=0.03)
+
+
 def test_stage3_finds_the_block_overhead(small_gpu):
     truth = small_gpu.with_model(compute_efficiency=TRUTH, task_overhead_cycles=2500, l2_usable_fraction=0.75)
     runs = _runs(truth)

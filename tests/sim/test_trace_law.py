@@ -53,7 +53,9 @@ def test_the_output_law_is_the_committed_one():
 def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
     model, pinned = traced_constants(load_gpu("h200"), h200_trace, SAMPLE / "traces.npz")
     assert model["sm_sharing"] == "resident" and model["wait_check_cycles"] > 1000
-    assert set(pinned) == {Op.GEMM} and pinned[Op.GEMM]["compute_efficiency"] == pytest.approx(0.7044, abs=1e-4)
+    assert set(pinned) == {Op.GEMM, Op.OUTPUT_TRANSFORM}
+    assert pinned[Op.GEMM]["compute_efficiency"] == pytest.approx(0.7044, abs=1e-4)
+    assert pinned[Op.OUTPUT_TRANSFORM]["compute_efficiency"] == pytest.approx(0.3464, abs=1e-4)
 
 
 def test_resident_fit_without_its_traces_is_one_line(tmp_path, capsys, h200_trace):

@@ -218,14 +218,26 @@ def host_hidden(layers, op: Op, floor_us: float) -> list:
     return kept if len(kept) >= 3 else layers
 
 
-def _pinned_op(layers, op, spec, pool, law: dict):
-    """A task type whose constants were measured (the GEMM block law of a trace sample): only its error."""
+def _pinned_op(layers, op, spec, pool, law: dict, tick=None, evals: int = 16):
+    """A task type whose constants were measured (a block law of a trace sample): its error, and for a
+    transform its DRAM access efficiency, which a block law does not give, by a bounded 1-D search."""
+    from scipy.optimize import minimize_scalar
     name = OP_NAMES[op]
     s = _with_efficiency(spec, op, law["compute_efficiency"], gemm_half_efficiency_channels=0.0,
                          step_cycles={**spec.step_cycles, name: law["step_cycles"]},
                          block_fixed_cycles={**spec.block_fixed_cycles, name: law["block_fixed_cycles"]})
-    return (_kernel_error(layers, op, s, pool), law["compute_efficiency"], None, law["step_cycles"],
-            law["block_fixed_cycles"])
+    if op == Op.GEMM:
+        return (_kernel_error(layers, op, s, pool), law["compute_efficiency"], None, law["step_cycles"],
+                law["block_fixed_cycles"])
+
+    def at(d):
+        if tick:
+            tick()
+        return _kernel_error(layers, op, s.with_model(dram_access_efficiency={**s.dram_access_efficiency, name: d}), pool)
+
+    best = minimize_scalar(at, bounds=(0.3, 1.0), method="bounded", options={"maxiter": evals, "xatol": 2e-3})
+    return float(best.fun), law["compute_efficiency"], round(float(best.x), 4), law["step_cycles"], \
+        law["block_fixed_cycles"]
 
 
 def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log=None,
@@ -240,7 +252,7 @@ def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log
     for op in Op:
         layers = host_hidden(sample, op, host_floor_us)
         if pinned and op in pinned:
-            err, eff, d, c, f = _pinned_op(layers, op, spec, pool, pinned[op])
+            err, eff, d, c, f = _pinned_op(layers, op, spec, pool, pinned[op], tick)
         else:
             err, eff, d, c, f = _fit_op(layers, op, spec, pool, evals, tick)
         name = OP_NAMES[op]

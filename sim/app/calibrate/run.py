@@ -42,8 +42,9 @@ def corpus_runs(path: Path) -> list[dict]:
 
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
     """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
-    the GEMM block law from a trace sample (`trace_law`). Returns (model overrides, pinned task types)."""
-    from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, task_costs
+    the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles.
+    Returns (model overrides, pinned task types)."""
+    from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, output_law, task_costs
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none")
@@ -52,9 +53,14 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
                            "(--trace-sample PATH)")
     costs = task_costs(graph_of(trace), records_from_dicts(trace["records"]), spec.clock_mhz,
                        spec.tb_dispatch_latency_cycles)
-    fixed, step, eff, _ = gemm_law(*load_sample(sample_path), spec.clock_mhz, spec.fp32_flops_per_cycle_per_sm)
-    law = {"compute_efficiency": round(eff, 4), "step_cycles": round(step, 1), "block_fixed_cycles": round(fixed, 1)}
-    return {"sm_sharing": "resident", **costs}, {Op.GEMM: law}
+    sample = load_sample(sample_path)
+    peak = spec.fp32_flops_per_cycle_per_sm
+    pinned = {}
+    for op, (fixed, step, eff, *_) in ((Op.GEMM, gemm_law(*sample, spec.clock_mhz, peak)),
+                                       (Op.OUTPUT_TRANSFORM, output_law(*sample, spec.clock_mhz, peak))):
+        pinned[op] = {"compute_efficiency": round(eff, 4), "step_cycles": round(step, 1),
+                      "block_fixed_cycles": round(fixed, 1)}
+    return {"sm_sharing": "resident", **costs}, pinned
 
 
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "jobs",
@@ -64,7 +70,9 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     With `sharing = "resident"` (`GPUSpec.sm_sharing`) the per-block traces give what the fit would otherwise
     search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so stage 3
     fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
-    `<gpu>_trace_sample.npz`, so stage 2 fits only the transforms; docs/calibration-analysis.md, session 7)."""
+    `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
+    block law), so stage 2 fits the other transforms and the output's DRAM access efficiency alone
+    (docs/calibration-analysis.md, sessions 7 and 8)."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = read_json(paths["micro"])
