@@ -52,6 +52,8 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue
   calls back only for a block whose last job ended: no closure per block, one call per block.
+- This module, `clock`, `psqueue` and `l2` are compiled where the package was built with Cython: `core.pxd`
+  types the fields and hot locals; the same source runs as Python elsewhere (`megasim.engine.compiled`).
 """
 from __future__ import annotations
 

@@ -160,15 +160,16 @@ def main(argv=None) -> None:
     if args.cli:
         cli_rows()
         return
-    from megasim.engine import COMPILED
-    print(f"engine: {'compiled (Cython)' if COMPILED else 'pure Python'}")
+    import megasim.engine
+    compiled = getattr(megasim.engine, "COMPILED", False)  # False before the engine could be compiled
+    print(f"engine: {'compiled (Cython)' if compiled else 'pure Python'}")
     print(f"load average before: {os.getloadavg()}")
     sizes = [s for s in SIZES if num_blocks(s[1], s[2]) <= args.max_tbs]
     rows = [speed_row(*s, args.reps) for s in sizes]
     mem = [memory_row(*s) for s in sizes]
     print(f"load average after: {os.getloadavg()}")
     print_tables(rows, mem)
-    print(json.dumps({"engine_compiled": COMPILED, "speed": rows, "memory": mem}))
+    print(json.dumps({"engine_compiled": compiled, "speed": rows, "memory": mem}))
 
 
 if __name__ == "__main__":
