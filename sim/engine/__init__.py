@@ -1,4 +1,8 @@
 """SimPy model of the GPU. `fused` and `nonfused` describe the launches; `run_kernels` executes them."""
+from megasim.engine import compiled
+
+COMPILED = compiled.load()  # first: compiled or pure-Python hot modules
+
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import megakernel_resources, stage_resources
@@ -22,4 +26,4 @@ def nonfused_kernels(graph):
     return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op), False, OP_NAMES[op]) for op in Op]
 
 
-__all__ = ["Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]
+__all__ = ["COMPILED", "Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

@@ -23,6 +23,10 @@ so callbacks do not read `env.now` again.
 """
 from __future__ import annotations
 
+# x + 1.5 * 2**52 - 1.5 * 2**52 is x rounded to the nearest integer, half to even: what round(x) gives, as a float,
+# for any |x| < 2**51, in two float operations that compile to the same two in C.
+_ROUND = 6755399441055744.0
+
 
 class Clock:
     __slots__ = ("env", "quantum", "pending", "run", "timeout")
@@ -40,7 +44,7 @@ class Clock:
         when = now + delay
         quantum = self.quantum
         if quantum:
-            when = round(when / quantum) * quantum
+            when = ((when / quantum + _ROUND) - _ROUND) * quantum
             if when < now:
                 when = now
         items = self.pending.get(when)

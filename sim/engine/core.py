@@ -52,6 +52,8 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue
   calls back only for a block whose last job ended: no closure per block, one call per block.
+- This module, `clock`, `psqueue` and `l2` are compiled where the package was built with Cython: `core.pxd`
+  types the fields and hot locals; the same source runs as Python elsewhere (`megasim.engine.compiled`).
 """
 from __future__ import annotations
 
@@ -76,6 +78,8 @@ from megasim.contract.resources import StageResources, blocks_per_sm
 from megasim.contract.scheduling import ReadyQueue
 from megasim.contract.spec import GPUSpec
 from megasim.contract.work import block_latency_cycles
+
+_NO_COUNTER = NO_COUNTER  # a C int where this module is compiled (core.pxd)
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,6 +133,8 @@ class _Machine:
         self.blocks = cols = BlockColumns(order, graph, gpu, work_scale(len(order), gpu.block_work_cv, seed))
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
+        self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
+        self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
@@ -209,15 +215,16 @@ class _Machine:
             i = 2 * self.order[b]
             remaining, waits = self.remaining, self.waits
             pend = 0
-            for c in (waits[i], waits[i + 1]):
-                if c != NO_COUNTER and remaining[c] > 0:
+            for j in range(i, i + 2):
+                c = waits[j]
+                if c != _NO_COUNTER and remaining[c] > 0:
                     self.waiters.setdefault(c, []).append(b)
                     pend += 1
             if pend:
-                self.blocks.blocked[b] = pend
+                self.blocked[b] = pend
                 return
             if self.check_cost:
-                polled = (waits[i] != NO_COUNTER) + (waits[i + 1] != NO_COUNTER)
+                polled = (waits[i] != _NO_COUNTER) + (waits[i + 1] != _NO_COUNTER)
                 if polled:
                     self.call_later(now, polled * self.check_cost, self.work, b)
                     return
@@ -230,22 +237,20 @@ class _Machine:
     def work(self, now: float, b: int) -> None:
         """Dependencies met: classify reads, then DRAM, L2 and FP32 jobs run at once."""
         self.t_ready[b] = now
-        cols = self.blocks
-        dram = self.l2_read(self.order[b]) + cols.written[b]
-        cols.dram_bytes[b] = dram
+        dram = self.l2_read(self.order[b]) + self.written[b]
+        self.dram_bytes[b] = dram
         if dram:
             self.pending[b] = 3
             self.dram_submit(now, dram * self.scale[b] * self.dram_cost[self.op[b]], b)
         else:
             self.pending[b] = 2
-        self.l2_submit(now, cols.moved[b], b)
-        self.fp_submit[self.sm[b]](now, cols.fp[b], b)
+        self.l2_submit(now, self.moved[b], b)
+        self.fp_submit[self.sm[b]](now, self.fp[b], b)
 
     def jobs_done(self, now: float, b: int) -> None:
         """The block's last job finished: it waits out its floor, then its added latency."""
-        cols = self.blocks
-        wait = cols.t_ready[b] + cols.floor[b] - now
-        wait = (wait if wait > 0.0 else 0.0) + cols.added[b]
+        wait = self.t_ready[b] + self.floor[b] - now
+        wait = (wait if wait > 0.0 else 0.0) + self.added[b]
         if wait > 0:
             self.call_later(now, wait, self.finish, b)
         else:
@@ -261,7 +266,7 @@ class _Machine:
         hold = 0.0
         if self.check:
             c = self.signals[task]
-            if c != NO_COUNTER:
+            if c != _NO_COUNTER:
                 left = self.remaining[c] = self.remaining[c] - 1
                 if not left:
                     if self.queue:
@@ -291,7 +296,7 @@ class _Machine:
 
     def _wake(self, now: float, waiting) -> None:
         woken = []
-        blocked = self.blocks.blocked
+        blocked = self.blocked
         for b in waiting:
             left = blocked[b] - 1
             blocked[b] = left

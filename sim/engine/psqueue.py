@@ -33,6 +33,7 @@ from heapq import heappop, heappush
 from math import inf
 
 _EPS = 1e-9
+EPS = _EPS  # what other modules import (where this module is compiled, _EPS is a C constant)
 
 
 class PSQueue:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from math import inf
 
-from megasim.engine.psqueue import _EPS, PSQueue
+from megasim.engine.psqueue import EPS as _EPS, PSQueue
 
 
 class WeightedPSQueue(PSQueue):

@@ -11,7 +11,9 @@ call alone (`run_kernels`), best of `--reps` after one warm-up run (sizes over 1
 warm-up). Memory is measured in child processes, one per size: the engine's peak (tracemalloc, above what the
 graph already holds) per block, and the whole `megasim simulate --json` process's peak resident set.
 
-Speed is a benchmark, not a timed test: the machines here are shared, so the load average is printed too.
+Speed is a benchmark, not a timed test: the machines here are shared, so the load average is printed too, and
+whether the engine's hot modules run compiled (`megasim.engine.COMPILED`; `MEGASIM_PURE_PYTHON=1` runs the same
+source as pure Python).
 """
 from __future__ import annotations
 
@@ -158,13 +160,16 @@ def main(argv=None) -> None:
     if args.cli:
         cli_rows()
         return
+    import megasim.engine
+    compiled = getattr(megasim.engine, "COMPILED", False)  # False before the engine could be compiled
+    print(f"engine: {'compiled (Cython)' if compiled else 'pure Python'}")
     print(f"load average before: {os.getloadavg()}")
     sizes = [s for s in SIZES if num_blocks(s[1], s[2]) <= args.max_tbs]
     rows = [speed_row(*s, args.reps) for s in sizes]
     mem = [memory_row(*s) for s in sizes]
     print(f"load average after: {os.getloadavg()}")
     print_tables(rows, mem)
-    print(json.dumps({"speed": rows, "memory": mem}))
+    print(json.dumps({"engine_compiled": compiled, "speed": rows, "memory": mem}))
 
 
 if __name__ == "__main__":
