@@ -20,7 +20,7 @@ from megasim.app.calibrate.profile import CalibrationProfile, load_profile, prof
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json
-from megasim.contract.problem import Op
+from megasim.contract.problem import OP_NAMES, Op
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
 
@@ -90,7 +90,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         traced, pinned = traced_constants(spec.with_model(**hw), trace, sample)
         model.update(traced)
         stage3 = {"overheads": (traced["task_overhead_cycles"],)}
-        log(f"stage 1b (traces): {traced}; GEMM from {sample}: {pinned[Op.GEMM]}")
+        log(f"stage 1b (traces): {traced}; from {sample}: "
+            + "; ".join(f"{OP_NAMES[op]} {law}" for op, law in pinned.items()))
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
     with ProcessPoolExecutor(jobs) as pool, progress_bar("fitting", fit_probes()) as tick:
