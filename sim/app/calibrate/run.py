@@ -90,8 +90,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         traced, pinned = traced_constants(spec.with_model(**hw), trace, sample)
         model.update(traced)
         stage3 = {"overheads": (traced["task_overhead_cycles"],)}
-        log(f"stage 1b (traces): {traced}; from {sample}: "
-            + "; ".join(f"{OP_NAMES[op]} {law}" for op, law in pinned.items()))
+        log(f"stage 1b (traces): {traced}; from {sample}: {({OP_NAMES[op]: law for op, law in pinned.items()})}")
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
     with ProcessPoolExecutor(jobs) as pool, progress_bar("fitting", fit_probes()) as tick:
