@@ -19,7 +19,7 @@ import numpy as np
 
 from megasim.app.calibrate.predict import graph_of, mapping_of
 from megasim.app.calibrate.profile import load_profile
-from megasim.app.calibrate.trace_law import load_sample
+from megasim.app.calibrate.trace_law import load_sample, overlap
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.problem import Op
@@ -41,7 +41,7 @@ def beside_gemms(rec) -> tuple[np.ndarray, np.ndarray]:
             a, b = rd[j], en[j]
             if b > a:
                 work.append(b - a)
-                near.append((np.clip(np.minimum(en[gemms], b) - np.maximum(rd[gemms], a), 0, None) / (b - a)).sum())
+                near.append(overlap(a, b, rd[gemms], en[gemms]))
     return np.array(work), np.array(near)
 
 

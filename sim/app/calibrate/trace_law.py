@@ -62,6 +62,11 @@ def graph_of(problem: dict):
                        Partition(**problem["partition"]))
 
 
+def overlap(a: float, b: float, ready: np.ndarray, end: np.ndarray) -> float:
+    """How many of the blocks (ready, end) worked during [a, b], each weighted by the share of it they did."""
+    return float((np.clip(np.minimum(end, b) - np.maximum(ready, a), 0, None) / (b - a)).sum())
+
+
 def gemm_corunners(rec, rng, with_tasks: bool = False):
     """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of up to
     `SAMPLE_PER_LAUNCH` GEMM blocks of one launch, and their tasks if asked."""
@@ -76,11 +81,22 @@ def gemm_corunners(rec, rng, with_tasks: bool = False):
         if b <= a:
             continue
         i = by_sm[sm[j]]
-        n.append((np.clip(np.minimum(en[i], b) - np.maximum(rd[i], a), 0, None) / (b - a)).sum())
+        n.append(overlap(a, b, rd[i], en[i]))
         work.append(b - a)
         tasks.append(rec["task"][j])
     out = np.array(work), np.array(n)
     return (*out, np.array(tasks)) if with_tasks else out
+
+
+def _fit_blocks(xs, ys, ws, tags) -> tuple[np.ndarray, dict]:
+    """Least squares of block work (`ys`) on the law's terms (`xs`), weighted by `ws` (relative error, every
+    launch alike): (coefficients, {(case, launch): median relative error})."""
+    x, y, w = np.array(xs), np.array(ys), np.array(ws)
+    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
+    errors: dict = {}
+    for tag, e in zip(tags, x @ coef / y - 1):
+        errors.setdefault(tag, []).append(e)
+    return coef, {t: float(np.median(v)) for t, v in errors.items()}
 
 
 def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
@@ -97,17 +113,8 @@ def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: i
                 ys.append(w * clock_mhz)
                 ws.append(1.0 / (w * clock_mhz * np.sqrt(len(work))))
                 tags.append((case, launch))
-    x, y, w = np.array(xs), np.array(ys), np.array(ws)
-    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
-    errors: dict = {}
-    for tag, e in zip(tags, x @ coef / y - 1):
-        errors.setdefault(tag, []).append(e)
-    return float(coef[0]), float(coef[1]), float(1 / coef[2]), {t: float(np.median(v)) for t, v in errors.items()}
-
-
-def _overlap(a: float, b: float, ready: np.ndarray, end: np.ndarray) -> float:
-    """How many of the blocks (ready, end) worked during [a, b], each weighted by the share of it they did."""
-    return float((np.clip(np.minimum(end, b) - np.maximum(ready, a), 0, None) / (b - a)).sum())
+    coef, errors = _fit_blocks(xs, ys, ws, tags)
+    return float(coef[0]), float(coef[1]), float(1 / coef[2]), errors
 
 
 def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0, per_launch: int = 800):
@@ -130,20 +137,15 @@ def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed:
             for j in picked:
                 a, b, t = rd[j], en[j], task[j]
                 here = sm == sm[j]
-                n, m = _overlap(a, b, rd[here], en[here]), _overlap(a, b, rd[outs], en[outs])
+                n, m = overlap(a, b, rd[here], en[here]), overlap(a, b, rd[outs], en[outs])
                 xs.append([1.0, steps[t], n * flops[t] / sm_peak, m * moved[t]])
                 ys.append((b - a) * clock_mhz)
                 ws.append(1.0 / ((b - a) * clock_mhz * np.sqrt(len(picked))))
                 tags.append((case, launch))
     if len(ys) < 4:
         raise MegasimError("the trace sample has too few output-transform blocks to fit their law")
-    x, y, w = np.array(xs), np.array(ys), np.array(ws)
-    coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
-    errors: dict = {}
-    for tag, e in zip(tags, x @ coef / y - 1):
-        errors.setdefault(tag, []).append(e)
-    return (float(coef[0]), float(coef[1]), float(1 / coef[2]), float(1 / coef[3]),
-            {t: float(np.median(v)) for t, v in errors.items()})
+    coef, errors = _fit_blocks(xs, ys, ws, tags)
+    return float(coef[0]), float(coef[1]), float(1 / coef[2]), float(1 / coef[3]), errors
 
 
 def start_costs(graph, rec):
