@@ -354,12 +354,13 @@ class _StretchedMachine(_Machine):
             self.busy_at_ready[b] = self.neighbours.busy_until(now, self.sm[b])
 
     def jobs_done(self, now: float, b: int) -> None:
+        """`_Machine.jobs_done` with the stretch added to the wait (its lines repeated, not called: the base
+        keeps them inline, the engine's hot path)."""
         if not self.stretch[b]:
             return super().jobs_done(now, b)
-        cols = self.blocks
-        wait = cols.t_ready[b] + cols.floor[b] - now
-        wait = (wait if wait > 0.0 else 0.0) + cols.added[b]
-        ran = now - cols.t_ready[b]
+        wait = self.t_ready[b] + self.floor[b] - now
+        wait = (wait if wait > 0.0 else 0.0) + self.added[b]
+        ran = now - self.t_ready[b]
         sm = self.sm[b]
         if ran > 0.0:
             beside = (self.neighbours.busy_until(now, sm) - self.busy_at_ready[b]) / ran

@@ -8,9 +8,11 @@ import pytest
 
 from megasim.app.calibrate.corpus_eval import corpus_summary
 from megasim.app.calibrate.metrics import summarise
-from megasim.app.calibrate.predict import predict_fused, predict_nonfused
+from megasim.app.calibrate.predict import graph_of, mapping_of, predict_fused, predict_nonfused
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.catalog import load_gpu
+from megasim.contract.interpreter import RunConfig
+from megasim.engine.interpreter import SimpyInterpreter
 
 from ..conftest import CALIBRATION_RAW
 
@@ -59,9 +61,6 @@ def test_replaying_the_measured_dispatch_lands_within_8_percent(gpu, profile):
     """Issue 12's replay target, met by the session-8 study profiles: ResNet-2's megakernel with every block on
     the SM and in the order its traced launch had, against the untimed run of the same mapping (the committed
     profiles give +30% and +45%: docs/calibration-analysis.md, session 8)."""
-    from megasim.contract.interpreter import RunConfig
-    from megasim.engine.interpreter import SimpyInterpreter
-    from megasim.app.calibrate.predict import graph_of, mapping_of
     trace = CALIBRATION_RAW / f"{gpu}_trace_resnet2.json"
     runs = json.loads((CALIBRATION_RAW / f"{gpu}_runs.json").read_text())["runs"]
     run = next(r for r in runs if r["layer"]["name"] == "ResNet-2" and r["strategy"] == "paper"
