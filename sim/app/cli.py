@@ -59,13 +59,13 @@ def cmd_simulate(args) -> int:
     from megasim.app.report import print_call, print_simulation
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
-    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated, args.profile)
     layer, variant, partition, mode = _problem(args, gpu.name)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
-    interval = uncertainty_for(args.gpu, args.uncalibrated)
+    interval = uncertainty_for(args.gpu, args.uncalibrated, args.profile)
     call = interval.call(result.fused.time_us, result.nonfused.time_us) if interval else None
     if args.json:
         print(json.dumps({**result.to_json(), "uncertainty": call, "model": model_note}))
@@ -188,12 +188,13 @@ def _calibration_commands(sub) -> None:
     cal.add_argument("--corpus", type=int, metavar="COUNT",
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
     cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
-    cal.add_argument("--sharing", choices=("jobs", "resident"), default="jobs",
-                     help="who shares an SM's FP32 issue (GPUSpec.sm_sharing); 'resident' also takes the per-task "
-                          "cost from <gpu>_trace_resnet2.json and the GEMM from a per-block trace sample")
+    cal.add_argument("--sharing", choices=("jobs", "resident"), default="resident",
+                     help="who shares an SM's FP32 issue (GPUSpec.sm_sharing; default resident, which also takes the "
+                          "per-task cost from <gpu>_trace_resnet2.json and the GEMM and output block laws from a "
+                          "per-block trace sample; 'jobs' fits them all from the kernel times)")
     cal.add_argument("--trace-sample", metavar="NPZ",
-                     help="with --sharing resident: the trace sample the GEMM law is fitted on "
-                          "(default <raw>/<gpu>_trace_sample.npz)")
+                     help="with --sharing resident: the trace sample the block laws are fitted on (default "
+                          "<raw>/<gpu>_trace_sample.npz, else another GPU's sample there)")
     cal.set_defaults(func=cmd_calibrate)
     val = sub.add_parser("validate", help="predict every measured run under a profile; write a report")
     val.add_argument("--gpu", help="take the committed profile and measurements of this GPU (h200, h100)")
@@ -264,8 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg; "
                                     "with --network: a bar chart of each layer's time)")
     _network_args(sim, "simulate")
-    sim.add_argument("--uncalibrated", action="store_true",
-                     help="use the datasheet spec even where a calibrated profile exists")
+    calibrated = sim.add_mutually_exclusive_group()
+    calibrated.add_argument("--uncalibrated", action="store_true",
+                            help="use the datasheet spec even where a calibrated profile exists")
+    calibrated.add_argument("--profile", metavar="TOML",
+                            help="a calibration profile to use instead of the GPU's committed one (a study profile)")
     sim.set_defaults(func=cmd_simulate)
     sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
     sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)

@@ -62,7 +62,7 @@ def simulate_network(args) -> int:
     refuse_single_layer_flags(args)
     net = load_network_spec(args.network)
     jobs = plan(net, args.mappings)
-    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated, args.profile)
     rows = run_rows(jobs, lambda entry, path: simulate_layer(entry, path, args, gpu))
     doc = report(net, rows, {"gpu": gpu.name, "model": model_note, "measured": False})
     title = f"{net.name} on {gpu.full_name} (simulated), batch {net.layers[0].layer.n}"

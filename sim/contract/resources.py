@@ -99,6 +99,14 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
     return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
 
 
+def gemm_body(layer, part: Partition, k_step: int = GEMM_K_STEP) -> str:
+    """Which GEMM code a build runs for this layer and partition, as `GPUSpec.gemm_bodies` names it: "warp" or
+    "generic", then each thread's register block, e.g. "warp8x8". The bodies differ in what a block costs
+    beyond its FLOPs (the 8 x 8 block's epilogue writes twice the outputs), so each has its own law."""
+    plan = gemm_plan(part)
+    return f"{'warp' if gemm_warp_tiled(layer, part, k_step) else 'generic'}{plan.tm}x{plan.tn}"
+
+
 def warp_partition(layer, part: Partition, k_step: int = GEMM_K_STEP) -> Partition:
     """The partition a warp-body build uses: 128 output channels per GEMM task where K allows and the
     warp tiling fits (the GEMM study's best shape: docs/results/gemm_v2_h200/adopt_h200.json), else `part`."""

@@ -32,6 +32,7 @@ Bandwidth = float_in(1e-3, 1e8)          # GB/s
 BytesPerCycle = float_in(1e-3, 1e6)
 Efficiency = float_in(1e-4, 1.0)         # a fraction of a peak; below 1e-4 times overflow
 OpName = Literal["filter_transform", "input_transform", "gemm", "output_transform"]
+GemmLawTerm = Literal["compute_efficiency", "step_cycles", "block_fixed_cycles"]
 
 
 def _f(help_: str, default=MISSING):
@@ -119,6 +120,11 @@ class GPUSpec:
         "(ready to end) takes 1 + this x f as long, f the fraction of its jobs' time a GEMM worked there "
         "(per-block traces: an input transform beside working GEMMs takes 1.2-1.6x what it takes beside "
         "none, docs/calibration-analysis.md, session 8). Missing: 0", {})
+    gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
+        "per GEMM body (`megasim.contract.resources.gemm_body`: warp-tiled or generic loop, and each thread's "
+        "register block), the GEMM's own compute_efficiency, step_cycles and block_fixed_cycles in place of "
+        "the gemm entries: the per-block traces fit one law per body with a third of the error of one law "
+        "for all (docs/calibration-analysis.md, session 9). Missing: the gemm entries", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})
@@ -147,6 +153,13 @@ class GPUSpec:
         if op == Op.GEMM and channels and self.gemm_half_efficiency_channels:
             eff *= channels / (channels + self.gemm_half_efficiency_channels)
         return eff
+
+    def for_gemm_body(self, body: str) -> GPUSpec:
+        """This spec with the GEMM's constants of `body` (`gemm_bodies`) in place of the gemm entries."""
+        law = self.gemm_bodies.get(body)
+        if not law:
+            return self
+        return replace(self, **{term: {**getattr(self, term), "gemm": value} for term, value in law.items()})
 
     def with_model(self, **model) -> GPUSpec:
         """A copy with model constants replaced (what a calibration profile does)."""
@@ -184,6 +197,10 @@ def check_model_fields(values: dict, origin: str, section: str) -> None:
 
 def check_spec(spec: GPUSpec, origin: str) -> GPUSpec:
     """What one field's range cannot say: the dispatch pattern's SM ids exist, once each."""
+    bad = sorted(body for body, law in spec.gemm_bodies.items()
+                 if not 1e-4 <= law.get("compute_efficiency", 1.0) <= 1.0)
+    if bad:
+        raise MegasimError(f"{origin}: gemm_bodies {bad}: compute_efficiency must be a fraction in [1e-4, 1]")
     lead = spec.first_wave_lead_sms
     if any(sm >= spec.sm_count for sm in lead) or len(set(lead)) != len(lead):
         raise MegasimError(f"{origin}: first_wave_lead_sms must be distinct SM ids in 0..{spec.sm_count - 1}, "

@@ -20,6 +20,7 @@ import numpy as np
 
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
+from megasim.contract.resources import gemm_body
 from megasim.contract.work import block_latency_cycles
 
 
@@ -57,6 +58,7 @@ class BlockColumns:
         in flight, or its serial path if longer), its added latency, all scaled by its work factor; the
         factor itself for its DRAM bytes, which are known only when it runs."""
         op = graph.op[order]
+        gpu = gpu.for_gemm_body(gemm_body(graph.layer, graph.partition)) if gpu.gemm_bodies else gpu
         one = 1.0 if scale is None else scale
         read, written = (x[order] for x in graph.bytes_per_task())
         path, added = (x[order] for x in block_latency_cycles(graph, gpu))

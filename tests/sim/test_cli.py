@@ -1,5 +1,6 @@
 """The `megasim` command: the JSON contract, artefacts, and one-line errors with exit code 2."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,22 @@ def test_simulate_json_has_the_contract_keys(capsys):
 def test_simulate_default_prints_a_table(capsys):
     rc, out, _ = run(capsys, "simulate", *SMALL)
     assert rc == 0 and "fused megakernel" in out and "speedup" in out
+
+
+def test_simulate_under_another_profile_says_so_and_predicts_with_it(capsys):
+    study = Path(__file__).parents[2] / "docs" / "results" / "engine_speed" / "h200_profile_at_recording.toml"
+    rc, out, _ = run(capsys, "simulate", *SMALL, "--json", "--profile", str(study))
+    doc = json.loads(out)
+    assert rc == 0 and "h200_profile_at_recording.toml" in doc["model"]
+    rc, out, _ = run(capsys, "simulate", *SMALL, "--json")
+    assert rc == 0 and json.loads(out)["fused_us"] != doc["fused_us"]
+
+
+@pytest.mark.parametrize("argv, message", [(["--profile", "/no/such.toml"], "no such file"),
+                                           (["--profile", "x.toml", "--uncalibrated"], "not allowed with")])
+def test_a_bad_profile_choice_is_one_line(capsys, argv, message):
+    rc, _, err = run(capsys, "simulate", *SMALL, *argv)
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_trace_and_plot_are_written(tmp_path, capsys):

@@ -2,7 +2,8 @@
 
     python docs/results/trace_sample/analyse.py docs/results/trace_sample/h100
 
-Reads `traces.npz` (written by pack.py from run_device.py's traces) and `summary.json` in that folder and
+Reads the folder's GPU's packed sample, `scenarios/calibrations/raw/<folder name>_trace_sample.npz` (written by
+pack.py from run_device.py's traces), and `summary.json` in that folder, and
 writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each straight from the traces:
 
 1. The megakernel's per-task cost before work: start (before the ticket) to ready (dependencies read), for
@@ -17,6 +18,7 @@ writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each st
    `sm_sharing = "resident"` needs for the GEMM (`gemm_law.json`).
 5. The output block law, the same with every block on the SM in n and a chip-wide term for the other
    output blocks' bytes (`output_law.json`; docs/calibration-analysis.md, session 8).
+6. The GEMM law of 4 fitted on each GEMM body alone (`gemm_body_laws.json`; session 9).
 """
 import json
 import sys
@@ -24,16 +26,19 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.app.calibrate.trace_law import (gemm_corunners, gemm_law, graph_of, load_sample, output_law, slot_gaps,
-                                             start_costs)
+from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_corunners, gemm_law, graph_of, load_sample, output_law,
+                                             slot_gaps, start_costs)
 from megasim.contract.problem import Op
 
 CLOCK_MHZ = 1980.0  # the H100's and H200's sustained SM clock (scenarios/calibrations)
 SM_PEAK = 256  # FP32 FLOPs per cycle per SM on Hopper
 
 
+RAW = Path(__file__).resolve().parents[3] / "scenarios" / "calibrations" / "raw"  # the packed samples
+
+
 def main(folder: Path) -> int:
-    meta, traces = load_sample(folder / "traces.npz")
+    meta, traces = load_sample(RAW / f"{folder.name}_trace_sample.npz")
     summary = {r["case"]: r for r in json.loads((folder / "summary.json").read_text())}
     rng = np.random.default_rng(0)
     lines = [f"# Per-block trace sample: {folder.name}", "",
@@ -101,10 +106,27 @@ def main(folder: Path) -> int:
         {"block_fixed_cycles": round(o_fixed, 1), "step_cycles": round(o_step, 1), "compute_efficiency": round(o_eff, 4),
          "chip_bytes_per_cycle": round(chip, 1), "clock_mhz": CLOCK_MHZ,
          "median_relative_error": {f"{c}/{launch}": round(e, 4) for (c, launch), e in o_errors.items()}}, indent=1))
+    lines += body_laws(meta, traces, folder, np.median(np.abs(list(errors.values()))))
     (folder / "analysis.md").write_text("\n".join(lines) + "\n")
     plot(curves, folder / "gemm_corunners.png", folder.name)
     print("\n".join(lines))
     return 0
+
+
+def body_laws(meta, traces, folder: Path, one_law_error: float) -> list[str]:
+    """Section 6: section 4's law fitted on each GEMM body alone (`gemm_body_laws.json`)."""
+    laws = gemm_body_laws(meta, traces, CLOCK_MHZ, SM_PEAK)
+    lines = ["", "## 6. The GEMM block law per GEMM body", "",
+             "Section 4's law fitted on each body's cases alone (`megasim.contract.resources.gemm_body`; "
+             f"the one law's median error: {one_law_error:.1%}).", "",
+             "| body | cases | fixed cycles | step cycles | efficiency | median error |", "|---|---|---|---|---|---|"]
+    lines += [f"| {body} | {len(errs) // 2} | {f:.0f} | {s:.1f} | {e:.3f} | {np.median(np.abs(list(errs.values()))):.1%} |"
+              for body, (f, s, e, errs) in laws.items()]
+    (folder / "gemm_body_laws.json").write_text(json.dumps(
+        {body: {"block_fixed_cycles": round(f, 1), "step_cycles": round(s, 1), "compute_efficiency": round(e, 4),
+                "median_relative_error": {f"{c}/{launch}": round(x, 4) for (c, launch), x in errs.items()}}
+         for body, (f, s, e, errs) in laws.items()}, indent=1))
+    return lines
 
 
 def plot(curves, path, title):

@@ -31,6 +31,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 ALONE, BESIDE = 0.25, 0.75  # overlap-weighted GEMMs: "beside none" below the first, "beside some" above the second
 
 
+RAW = Path(__file__).resolve().parents[3] / "scenarios" / "calibrations" / "raw"  # the packed samples
+
+
 def beside_gemms(rec) -> tuple[np.ndarray, np.ndarray]:
     """(work us, overlap-weighted working GEMM blocks on its SM) of every input-transform block of a launch."""
     op, sm, rd, en = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"]
@@ -58,7 +61,7 @@ def simulated(problem: dict, spec) -> dict:
 
 
 def main(folder: Path, profile: str, stretches: list[float]) -> None:
-    meta, traces = load_sample(folder / "traces.npz")
+    meta, traces = load_sample(RAW / f"{folder.name}_trace_sample.npz")
     base = load_profile(profile).apply(load_gpu(load_profile(profile).gpu))
     specs = {"model": base, **{f"stretch {s}": base.with_model(gemm_neighbour_stretch={"input_transform": s})
                                for s in stretches}}

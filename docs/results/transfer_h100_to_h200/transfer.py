@@ -25,7 +25,7 @@ def main(jobs: int = 2) -> dict:
         mixed = raw_paths(tmp, "h200")
         shutil.copy(raw_paths(RAW, "h200")["micro"], mixed["micro"])
         shutil.copy(raw_paths(RAW, "h100")["runs"], mixed["runs"])
-        fit_profile("h200", tmp, HERE / "transfer_h200.toml", jobs=jobs)
+        fit_profile("h200", tmp, HERE / "transfer_h200.toml", jobs=jobs, sharing="jobs")
     with tempfile.TemporaryDirectory() as out:
         summary = validate_profile(HERE / "transfer_h200.toml", raw_paths(RAW, "h200")["runs"], out_dir=out,
                                    jobs=jobs, report=HERE / "transfer.md")

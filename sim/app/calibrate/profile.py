@@ -143,21 +143,30 @@ def save_profile(profile: CalibrationProfile, path) -> Path:
     return Path(path)
 
 
-def uncertainty_for(name: str, uncalibrated: bool = False):
+def _chosen(spec_name: str, profile) -> Path:
+    """The profile a command uses: the one given (which must exist), else the GPU's committed one."""
+    if profile is None:
+        return profile_path(spec_name)
+    if not Path(profile).is_file():
+        raise MegasimError(f"--profile {profile}: no such file")
+    return Path(profile)
+
+
+def uncertainty_for(name: str, uncalibrated: bool = False, profile=None):
     """The calibrated profile's prediction intervals (`Uncertainty`), or None without a profile or one."""
     from megasim.app.calibrate.uncertainty import Uncertainty
-    path = profile_path(load_gpu(name).name)
+    path = _chosen(load_gpu(name).name, profile)
     if uncalibrated or not path.exists():
         return None
     values = load_profile(path).uncertainty
     return Uncertainty.from_dict(values) if values else None
 
 
-def gpu_for_simulation(name: str, uncalibrated: bool = False) -> tuple[GPUSpec, str]:
+def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUSpec, str]:
     """The spec `megasim simulate` uses, and a note saying which (and whether it is stale); printed after
-    "model: ", and stored as it is in JSON."""
+    "model: ", and stored as it is in JSON. `profile` is a profile file to use instead of the GPU's own."""
     spec = load_gpu(name)
-    path = profile_path(spec.name)
+    path = _chosen(spec.name, profile)
     if uncalibrated or not path.exists():
         why = "--uncalibrated" if uncalibrated else "no calibration profile"
         return spec, f"datasheet spec scenarios/gpus/{spec.name}.toml ({why})"

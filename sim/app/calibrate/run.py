@@ -15,6 +15,7 @@ from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_pro
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
 from megasim.app.calibrate.metrics import summarise
+from megasim.app.calibrate.trace_law import default_sample
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
@@ -29,7 +30,7 @@ def raw_paths(raw_dir, gpu: str) -> dict:
     raw = Path(raw_dir)
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
             "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
-            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": raw / f"{gpu}_trace_sample.npz"}
+            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu)}
 
 
 def corpus_runs(path: Path) -> list[dict]:
@@ -42,9 +43,11 @@ def corpus_runs(path: Path) -> list[dict]:
 
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
     """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
-    the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles.
+    the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
+    the GEMM's per body, and how blocks of other types share an SM with GEMMs (`NEIGHBOUR_READINGS`).
     Returns (model overrides, pinned task types)."""
-    from megasim.app.calibrate.trace_law import gemm_law, graph_of, load_sample, output_law, task_costs
+    from megasim.app.calibrate.trace_law import (NEIGHBOUR_READINGS, gemm_body_laws, gemm_law, graph_of, load_sample,
+                                                 output_law, task_costs)
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none")
@@ -55,15 +58,38 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
                        spec.tb_dispatch_latency_cycles)
     sample = load_sample(sample_path)
     peak = spec.fp32_flops_per_cycle_per_sm
-    pinned = {}
-    for op, (fixed, step, eff, *_) in ((Op.GEMM, gemm_law(*sample, spec.clock_mhz, peak)),
-                                       (Op.OUTPUT_TRANSFORM, output_law(*sample, spec.clock_mhz, peak))):
-        pinned[op] = {"compute_efficiency": round(eff, 4), "step_cycles": round(step, 1),
-                      "block_fixed_cycles": round(fixed, 1)}
-    return {"sm_sharing": "resident", **costs}, pinned
+    law = lambda fixed, step, eff, *_: {"compute_efficiency": round(eff, 4), "step_cycles": round(step, 1),  # noqa: E731
+                                        "block_fixed_cycles": round(fixed, 1)}
+    pinned = {Op.GEMM: law(*gemm_law(*sample, spec.clock_mhz, peak)),
+              Op.OUTPUT_TRANSFORM: law(*output_law(*sample, spec.clock_mhz, peak))}
+    bodies = {body: law(*fit) for body, fit in gemm_body_laws(*sample, spec.clock_mhz, peak).items()}
+    return {"sm_sharing": "resident", **NEIGHBOUR_READINGS, "gemm_bodies": bodies, **costs}, pinned
 
 
-def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "jobs",
+def carried_revalidation(out, kernel_build: str | None) -> dict:
+    """The replaced profile's `revalidated_builds` and `revalidation` when it was fitted on measurements of the
+    same kernel build: they say those measurements still hold for later builds, which a re-fit does not change."""
+    try:
+        old = load_profile(out)
+    except (MegasimError, TypeError):
+        return {}
+    if kernel_build is None or old.provenance.get("kernel_build") != kernel_build:
+        return {}
+    return {k: old.provenance[k] for k in ("revalidated_builds", "revalidation") if k in old.provenance}
+
+
+def _provenance(files: list[Path], header: dict, out) -> dict:
+    """The profile's [profile] section: the measurement files it was fitted on (those that exist), where and on
+    which kernel build they were measured, today, and the replaced profile's revalidation where it applies."""
+    shown = [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents else str(p)
+             for p in files if p.exists()]
+    return {"measurements": shown, "device": header.get("device", "?"),
+            "measured_commit": header.get("git_commit", "?"),
+            "kernel_build": header.get("kernel_build", kernel_build_hash()), "date": dt.date.today().isoformat(),
+            **carried_revalidation(out, header.get("kernel_build"))}
+
+
+def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "resident",
                 trace_sample=None) -> CalibrationProfile:
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`.
 
@@ -113,13 +139,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
                "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops,
                "sm_sharing": spec1.sm_sharing, **fused},
-        provenance={"measurements": [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents
-                                     else str(p) for p in (paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
-                                                           *([paths["trace"], sample] if pinned else []))
-                                     if p.exists()],
-                    "device": header.get("device", "?"), "measured_commit": header.get("git_commit", "?"),
-                    "kernel_build": header.get("kernel_build", kernel_build_hash()),
-                    "date": dt.date.today().isoformat()},
+        provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
+                                *([paths["trace"], sample] if pinned else [])], header, out),
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
     save_profile(profile, out)
     return profile
