@@ -99,12 +99,21 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
     return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
 
 
-def gemm_body(layer, part: Partition, k_step: int = GEMM_K_STEP) -> str:
-    """Which GEMM code a build runs for this layer and partition, as `GPUSpec.gemm_bodies` names it: "warp" or
-    "generic", then each thread's register block, e.g. "warp8x8". The bodies differ in what a block costs
-    beyond its FLOPs (the 8 x 8 block's epilogue writes twice the outputs), so each has its own law."""
+def gemm_body(layer, part: Partition) -> str:
+    """The shape of the GEMM code a default build runs for this layer and partition, as `GPUSpec.gemm_bodies`
+    names it: the block's threads, each thread's register block, and "-scalar" where it loads its tiles a
+    float at a time, synchronously (C or K not a multiple of 4: MS_VEC_C, MS_VEC_K), instead of by 16-byte
+    cp.async; e.g. "t128-8x8". What a block costs beyond its FLOPs differs with them (the 8 x 8 block's
+    epilogue writes twice the outputs), so each has its own law. Every calibration measurement ran the
+    generic body (`KernelConfig.gemm`), so the warp-tiled build has no law of its own."""
     plan = gemm_plan(part)
-    return f"{'warp' if gemm_warp_tiled(layer, part, k_step) else 'generic'}{plan.tm}x{plan.tn}"
+    return f"t{part.threads}-{plan.tm}x{plan.tn}" + ("" if all(gemm_vector_loads(layer, part)) else "-scalar")
+
+
+def gemm_vector_loads(layer, part: Partition) -> tuple[bool, bool]:
+    """(V rows, U rows) the GEMM loads 16 bytes at a time by cp.async: C, and K and its per-task share, are
+    multiples of 4 floats. Otherwise that operand is loaded a float at a time (MS_VEC_C, MS_VEC_K)."""
+    return layer.c % 4 == 0, layer.k % 4 == 0 and part.gemm_k_per_task % 4 == 0
 
 
 def warp_partition(layer, part: Partition, k_step: int = GEMM_K_STEP) -> Partition:

@@ -121,10 +121,11 @@ class GPUSpec:
         "(per-block traces: an input transform beside working GEMMs takes 1.2-1.6x what it takes beside "
         "none, docs/calibration-analysis.md, session 8). Missing: 0", {})
     gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
-        "per GEMM body (`megasim.contract.resources.gemm_body`: warp-tiled or generic loop, and each thread's "
-        "register block), the GEMM's own compute_efficiency, step_cycles and block_fixed_cycles in place of "
-        "the gemm entries: the per-block traces fit one law per body with a third of the error of one law "
-        "for all (docs/calibration-analysis.md, session 9). Missing: the gemm entries", {})
+        "per GEMM body (`megasim.contract.resources.gemm_body`: the block's threads, each thread's register "
+        "block, vector or scalar loads), the GEMM's own compute_efficiency, step_cycles and "
+        "block_fixed_cycles in place of the gemm entries: the per-block traces fit one law per body with a "
+        "third of the error of one law for all (docs/calibration-analysis.md, session 9). Missing: the gemm "
+        "entries", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})

@@ -41,9 +41,11 @@ def test_the_build_switch_follows_the_rule_and_the_ring_is_shared():
 def test_each_paper_layer_names_the_body_its_partition_compiles():
     layers = [load_layer(name) for name in layer_names()[:13]]
     body = {layer.name: gemm_body(layer, partition_for(layer, "h200")) for layer in layers}
-    assert body["ResNet-2"] == body["ResNet-4"] == body["YOLOv3-5"] == "warp8x8"
-    assert body["ResNet-1"] == body["VGG-2"] == "warp8x4"
-    assert body["DenseNet"] == "generic8x4"
+    assert body["ResNet-2"] == body["ResNet-4"] == body["YOLOv3-5"] == "t128-8x8"
+    assert body["ResNet-1"] == body["VGG-2"] == "t128-8x4"
+    assert body["DenseNet"] == "t96-8x4"
+    small_k = partition_for(Layer(2, 192, 127, 127, 3), "h200")
+    assert gemm_body(Layer(2, 192, 127, 127, 3), small_k) == "t96-8x4-scalar"   # K = 3: a float at a time
 
 
 def test_a_body_law_replaces_the_gemm_constants_of_that_body_only():
@@ -53,9 +55,9 @@ def test_a_body_law_replaces_the_gemm_constants_of_that_body_only():
     from megasim.contract.mapping import make
     gpu = load_gpu("h200")
     law = {"compute_efficiency": 0.5, "step_cycles": 900.0, "block_fixed_cycles": 20000.0}
-    with_law = gpu.with_model(gemm_bodies={"warp8x8": law})
-    assert with_law.for_gemm_body("warp8x4") is with_law
-    swapped = with_law.for_gemm_body("warp8x8")
+    with_law = gpu.with_model(gemm_bodies={"t128-8x8": law})
+    assert with_law.for_gemm_body("t128-8x4") is with_law
+    swapped = with_law.for_gemm_body("t128-8x8")
     assert swapped.compute_efficiency["gemm"] == 0.5 and swapped.block_fixed_cycles["gemm"] == 20000.0
     assert swapped.compute_efficiency["input_transform"] == gpu.compute_efficiency["input_transform"]
     times = {}
@@ -65,7 +67,7 @@ def test_a_body_law_replaces_the_gemm_constants_of_that_body_only():
         mapping = make(graph, "paper")
         times[name] = [simulate(graph, mapping, g).nonfused.time_us for g in (gpu, with_law)]
     assert times["ResNet-2"][1] > 1.2 * times["ResNet-2"][0]   # 20,000 fixed cycles a GEMM block
-    assert times["ResNet-1"][1] == times["ResNet-1"][0]        # warp8x4: no law, the gemm entries
+    assert times["ResNet-1"][1] == times["ResNet-1"][0]        # t128-8x4: no law, the gemm entries
 
 
 def test_a_body_efficiency_outside_a_fraction_is_refused(tmp_path):
@@ -73,6 +75,6 @@ def test_a_body_efficiency_outside_a_fraction_is_refused(tmp_path):
     from megasim.contract.errors import MegasimError
     from megasim.contract.spec import check_spec
     from megasim.app.catalog import load_gpu
-    bad = load_gpu("h200").with_model(gemm_bodies={"warp8x8": {"compute_efficiency": 3.0}})
+    bad = load_gpu("h200").with_model(gemm_bodies={"t128-8x8": {"compute_efficiency": 3.0}})
     with pytest.raises(MegasimError, match="gemm_bodies"):
         check_spec(bad, "p.toml")

@@ -115,8 +115,9 @@ def _fit_blocks(xs, ys, ws, tags) -> tuple[np.ndarray, dict]:
     return coef, {t: float(np.median(v)) for t, v in errors.items()}
 
 
-def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
-    """(fixed cycles, step cycles, efficiency, {(case, launch): median relative error}) of the GEMM block law."""
+def _gemm_rows(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
+    """The GEMM block law's least-squares rows: terms [1, steps, n x issued FLOPs / peak], work in cycles,
+    weights (relative error, every launch alike) and (case, launch) tags."""
     rng = np.random.default_rng(seed)
     xs, ys, ws, tags = [], [], [], []
     for case, problem in meta.items():
@@ -129,22 +130,44 @@ def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: i
                 ys.append(w * clock_mhz)
                 ws.append(1.0 / (w * clock_mhz * np.sqrt(len(work))))
                 tags.append((case, launch))
-    coef, errors = _fit_blocks(xs, ys, ws, tags)
+    return xs, ys, ws, tags
+
+
+def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
+    """(fixed cycles, step cycles, efficiency, {(case, launch): median relative error}) of the GEMM block law."""
+    coef, errors = _fit_blocks(*_gemm_rows(meta, traces, clock_mhz, sm_peak, seed))
     return float(coef[0]), float(coef[1]), float(1 / coef[2]), errors
 
 
 def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, least: int = 3) -> dict:
     """{body: (fixed cycles, step cycles, efficiency, errors)}: `gemm_law` fitted on each GEMM body's cases
-    alone (`megasim.contract.resources.gemm_body`), for the bodies with at least `least` cases. On the H100
-    sample the median per-launch error falls from 4.3% under one law to 1.1% (warp 8x4), 3.1% (warp 8x8)
-    and 5.9% (generic): the 8 x 8 body pays 8,700 fixed cycles a block against 3,600 (session 9)."""
+    alone (`megasim.contract.resources.gemm_body`), for the bodies with at least `least` cases. A "-scalar"
+    body keeps its vector sibling's efficiency and fixed cycles (the one law's where the sibling has none)
+    and fits its step alone, from however few cases: loading a float at a time changes how long a step
+    waits, not the arithmetic. On the H100 sample the median per-launch error falls from 4.3% under one law
+    to 1.1% (128 threads, 8 x 4), 3.1% (8 x 8) and 4.4% (96 threads, 8 x 4); the 8 x 8 body pays 8,700 fixed
+    cycles a block against 3,600, and a scalar step takes about three vector ones (session 9)."""
     from megasim.contract.resources import gemm_body
     cases: dict = {}
     for case, problem in meta.items():
         g = graph_of(problem)
         cases.setdefault(gemm_body(g.layer, g.partition), []).append(case)
-    return {body: gemm_law({c: meta[c] for c in names}, {c: traces[c] for c in names}, clock_mhz, sm_peak)
-            for body, names in sorted(cases.items()) if len(names) >= least}
+    pick = lambda names: ({c: meta[c] for c in names}, {c: traces[c] for c in names})  # noqa: E731
+    laws = {body: gemm_law(*pick(names), clock_mhz, sm_peak) for body, names in sorted(cases.items())
+            if not body.endswith("-scalar") and len(names) >= least}
+    overall = gemm_law(meta, traces, clock_mhz, sm_peak)
+    for body, names in sorted(cases.items()):
+        if body.endswith("-scalar"):
+            fixed, _, eff, _ = laws.get(body[:-len("-scalar")], overall)
+            xs, ys, ws, tags = _gemm_rows(*pick(names), clock_mhz, sm_peak)
+            x, y, w = np.array(xs), np.array(ys), np.array(ws)
+            rest = y - fixed - x[:, 2] / eff
+            step = float(np.sum(w * w * x[:, 1] * rest) / np.sum(w * w * x[:, 1] ** 2))
+            errors: dict = {}
+            for tag, e in zip(tags, (fixed + x[:, 1] * step + x[:, 2] / eff) / y - 1):
+                errors.setdefault(tag, []).append(e)
+            laws[body] = (fixed, step, eff, {t: float(np.median(v)) for t, v in errors.items()})
+    return dict(sorted(laws.items()))
 
 
 def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0, per_launch: int = 800):
