@@ -16,7 +16,10 @@ slows it less than it would a wall clock. The rows:
   loaded when `simulate()` was called (and, through them, everything else it had loaded); like the
   previous row it leaves through `os._exit`, so neither counts the interpreter's teardown (10-30 ms
   with NumPy loaded); the last row does;
-- `megasim simulate`: the whole default command, simulation and printing included.
+- `megasim simulate`: the whole default command, simulation and printing included;
+- `simulate, up to simulate(), beyond the interpreter start`: the second row's child, counting only its
+  CPU from the probe's first line (after the interpreter and its site hooks started) to `simulate()`: what
+  the default ResNet-2 run imports and prepares, which is what issue 14's import target is about.
 
 `--probe` is the entry point of the child that stops at `simulate()`.
 Rows marked "one BLAS thread" run with OPENBLAS_NUM_THREADS=1 in their environment.
@@ -31,7 +34,9 @@ PROBE_EXIT = 17
 
 
 def probe() -> None:
-    """`megasim simulate` until the engine is called; print the loaded megasim modules, exit."""
+    """`megasim simulate` until the engine is called; print the process CPU seconds then and when this function
+    began (after the interpreter's own start), and the loaded megasim modules; exit."""
+    began = time.process_time()
     from megasim.app.cli import main, single_blas_thread
     single_blas_thread()  # what main() does for `simulate`, before the import below loads NumPy
     import megasim.engine.simulate as engine
@@ -39,7 +44,7 @@ def probe() -> None:
     def stop(*args, **kwargs):
         cpu = time.process_time()
         names = sorted(m for m in sys.modules if m.startswith("megasim"))
-        print(f"{cpu:.4f} " + " ".join(names), flush=True)
+        print(f"{cpu:.4f} {began:.4f} " + " ".join(names), flush=True)
         os._exit(PROBE_EXIT)
     engine.simulate = stop
     main(["simulate"])
@@ -62,6 +67,18 @@ def cpu_figures(argv: list[str], runs: int, env: dict) -> tuple[float, float]:
     return statistics.median(times), min(times)
 
 
+def in_process(argv: list[str], runs: int, env: dict) -> tuple[float, float]:
+    """(median, min) of the probe's own CPU seconds from its start to `simulate()`: imports (NumPy and SimPy
+    among them), argument parsing, scenario, profile, graph and mapping, without the interpreter's start."""
+    import statistics
+    child_cpu(argv, env)
+    times = []
+    for _ in range(runs):
+        stop, began = map(float, child_cpu(argv, env)[1].split()[:2])
+        times.append(stop - began)
+    return statistics.median(times), min(times)
+
+
 def main() -> None:
     if sys.argv[1:] == ["--probe"]:
         return probe()
@@ -74,7 +91,7 @@ def main() -> None:
     from megasim.app.cli import BLAS_THREAD_VARIABLES
     env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}  # as a user would start it
     _, loaded = child_cpu([py, me, "--probe"], env)
-    modules = loaded.split()[1:]
+    modules = loaded.split()[2:]
     one = {**env, "OPENBLAS_NUM_THREADS": "1"}
     rows = [("python -c pass", [py, "-c", "pass"], env),
             ("import numpy", [py, "-c", "import os, numpy; os._exit(0)"], env),
@@ -91,6 +108,8 @@ def main() -> None:
     print(f"{'':62s} {'median':>7} {'min':>7}")
     for label, argv, row_env in rows:
         print(f"{label:62s} {'%7.3f %7.3f' % cpu_figures(argv, args.runs, row_env)}")
+    print(f"{'simulate, up to simulate(), beyond the interpreter start':62s} "
+          f"{'%7.3f %7.3f' % in_process([py, me, '--probe'], args.runs, env)}")
 
 
 if __name__ == "__main__":
