@@ -155,10 +155,10 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
     pick = lambda names: ({c: meta[c] for c in names}, {c: traces[c] for c in names})  # noqa: E731
     laws = {body: gemm_law(*pick(names), clock_mhz, sm_peak) for body, names in sorted(cases.items())
             if not body.endswith("-scalar") and len(names) >= least}
-    overall = gemm_law(meta, traces, clock_mhz, sm_peak)
     for body, names in sorted(cases.items()):
         if body.endswith("-scalar"):
-            fixed, _, eff, _ = laws.get(body[:-len("-scalar")], overall)
+            sibling = body[:-len("-scalar")]
+            fixed, _, eff, _ = laws[sibling] if sibling in laws else gemm_law(meta, traces, clock_mhz, sm_peak)
             xs, ys, ws, tags = _gemm_rows(*pick(names), clock_mhz, sm_peak)
             x, y, w = np.array(xs), np.array(ys), np.array(ws)
             rest = y - fixed - x[:, 2] / eff
