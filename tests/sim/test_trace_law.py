@@ -113,3 +113,12 @@ def test_a_file_that_is_not_a_trace_sample_is_one_line(tmp_path, capsys, content
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a packed trace sample" in err[-1] and not out.exists()
+
+
+def test_the_default_resident_fit_without_a_block_trace_says_how_to_fit_without(tmp_path, capsys):
+    for name in ("h200_micro.json", "h200_runs.json"):
+        (tmp_path / name).write_bytes((CALIBRATION_RAW / name).read_bytes())
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpu", "h200", "--from-raw", "--raw", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--sharing jobs" in err[0] and not out.exists()

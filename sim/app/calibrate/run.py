@@ -50,7 +50,7 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
                                                  output_law, task_costs)
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
-                           "the raw folder has none")
+                           "the raw folder has none (--sharing jobs fits without per-block traces)")
     if sample_path is None or not Path(sample_path).is_file():
         raise MegasimError(f"sm_sharing 'resident' fits the GEMM from a trace sample: {sample_path}: no such file "
                            "(--trace-sample PATH)")
