@@ -20,6 +20,7 @@ block's task, op, SM and its start, ready and end in ticks of %globaltimer's 32 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -43,7 +44,6 @@ def default_sample(raw, gpu: str):
     path (so the error names it). A block law describes one SM's issue and latency, so a GPU with the same SM
     (the H200 and the H100 share the GH100 SM and clock) may borrow another's: every H200 request of
     sessions 8 and 9 was given an H100, so the H200 has no sample of its own yet."""
-    from pathlib import Path
     own = Path(raw) / f"{gpu}_trace_sample.npz"
     others = sorted(Path(raw).glob("*_trace_sample.npz"))
     return own if own.exists() or not others else others[0]
@@ -109,10 +109,15 @@ def _fit_blocks(xs, ys, ws, tags) -> tuple[np.ndarray, dict]:
     launch alike): (coefficients, {(case, launch): median relative error})."""
     x, y, w = np.array(xs), np.array(ys), np.array(ws)
     coef = np.linalg.lstsq(x * w[:, None], y * w, rcond=None)[0]
+    return coef, _median_errors(tags, x @ coef / y - 1)
+
+
+def _median_errors(tags, relative) -> dict:
+    """{(case, launch): the median of its blocks' relative errors}."""
     errors: dict = {}
-    for tag, e in zip(tags, x @ coef / y - 1):
+    for tag, e in zip(tags, relative):
         errors.setdefault(tag, []).append(e)
-    return coef, {t: float(np.median(v)) for t, v in errors.items()}
+    return {t: float(np.median(v)) for t, v in errors.items()}
 
 
 def _gemm_rows(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
@@ -146,7 +151,7 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
     and fits its step alone, from however few cases: loading a float at a time changes how long a step
     waits, not the arithmetic. On the H100 sample the median per-launch error falls from 4.3% under one law
     to 1.1% (128 threads, 8 x 4), 3.1% (8 x 8) and 4.4% (96 threads, 8 x 4); the 8 x 8 body pays 8,700 fixed
-    cycles a block against 3,600, and a scalar step takes about three vector ones (session 9)."""
+    cycles a block against 3,600, and a scalar step takes 1.4-2 vector ones (session 9)."""
     from megasim.contract.resources import gemm_body
     cases: dict = {}
     for case, problem in meta.items():
@@ -163,10 +168,7 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
             x, y, w = np.array(xs), np.array(ys), np.array(ws)
             rest = y - fixed - x[:, 2] / eff
             step = float(np.sum(w * w * x[:, 1] * rest) / np.sum(w * w * x[:, 1] ** 2))
-            errors: dict = {}
-            for tag, e in zip(tags, (fixed + x[:, 1] * step + x[:, 2] / eff) / y - 1):
-                errors.setdefault(tag, []).append(e)
-            laws[body] = (fixed, step, eff, {t: float(np.median(v)) for t, v in errors.items()})
+            laws[body] = (fixed, step, eff, _median_errors(tags, (fixed + x[:, 1] * step + x[:, 2] / eff) / y - 1))
     return dict(sorted(laws.items()))
 
 
