@@ -9,11 +9,21 @@ give the blocks per SM the plan gives, for the megakernel and each non-fused
 kernel, on the H200 and the V100 spec (CUDA 13 no longer targets sm_70, so
 the V100 check uses the sm_90 figures). Shared memory must match exactly.
 
+ptxas's figures are a function of the generated source and the compiler, so
+they are kept in `ptxas_usage.json` beside this file, keyed by a hash of the
+source and the nvcc release: a build whose key is there is not compiled again,
+except a fixed sample (one build per thread count and the first partition
+`simulate` uses), compiled every run and held to the stored figures, so a stale
+or hand-edited entry fails. A changed kernel or another nvcc misses the store
+and is compiled. That keeps the check whole and cuts its minute of two-core
+CI to seconds.
+
 `python tests/gpu/test_occupancy_ptxas.py --write` rewrites the plan's
-register table from the same compiles.
+register table and the store from fresh compiles.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -38,6 +48,7 @@ PAPER_LAYERS = 13
 KERNELS = ("megakernel", "filter_transform", "input_transform", "gemm", "output_transform")
 CUDA_NAMES = {"filter": "filter_transform", "input": "input_transform", "output": "output_transform"}
 VARIANT = WinogradVariant(4)
+STORE = Path(__file__).with_name("ptxas_usage.json")
 
 
 def builds() -> dict[Partition, object]:
@@ -57,11 +68,24 @@ def builds() -> dict[Partition, object]:
     return out
 
 
-def ptxas(part: Partition, layer) -> dict[str, tuple[int, int]]:
+def source_of(part: Partition, layer) -> str:
+    return kernel_source(KernelConfig(layer, VARIANT, part))
+
+
+def nvcc_release() -> str:
+    out = subprocess.run([NVCC, "--version"], capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-2] if out.strip() else "?"
+
+
+def store_key(source: str, release: str) -> str:
+    return hashlib.sha256((release + "\0" + source).encode()).hexdigest()[:20]
+
+
+def ptxas(source: str) -> dict[str, tuple[int, int]]:
     """{kernel: (registers, static smem bytes)} of one build, from ptxas's resource usage."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "kernel.cu"
-        src.write_text(kernel_source(KernelConfig(layer, VARIANT, part)))
+        src.write_text(source)
         res = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "--resource-usage", "-std=c++17", f"-I{KERNEL_DIR}",
                               str(src), "-o", str(Path(tmp) / "kernel.cubin")], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -75,10 +99,36 @@ def ptxas(part: Partition, layer) -> dict[str, tuple[int, int]]:
     return out
 
 
-def compile_all() -> dict[Partition, dict]:
-    todo = builds()
+def compile_many(sources: list[str]) -> list[dict]:
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(todo, pool.map(lambda kv: ptxas(*kv), todo.items())))
+        return list(pool.map(ptxas, sources))
+
+
+def sample(todo: dict[Partition, object]) -> list[Partition]:
+    """Builds compiled every run whatever the store holds: the first of each thread count, in build order."""
+    firsts = {}
+    for part in todo:
+        firsts.setdefault(part.threads, part)
+    return list(firsts.values())
+
+
+def stored() -> dict:
+    return json.loads(STORE.read_text())["builds"] if STORE.exists() else {}
+
+
+def usage_of_all() -> tuple[dict[Partition, dict], list[str]]:
+    """ptxas's figures for every build (stored, or compiled where missing), and every disagreement between a
+    sampled build's fresh compile and its stored figures."""
+    todo = builds()
+    release = nvcc_release()
+    keys = {part: store_key(source_of(part, layer), release) for part, layer in todo.items()}
+    store = stored()
+    fresh_parts = [p for p in todo if keys[p] not in store or p in set(sample(todo))]
+    fresh = dict(zip(fresh_parts, compile_many([source_of(p, todo[p]) for p in fresh_parts])))
+    stale = [f"{p}: stored {store[keys[p]]}, ptxas {fresh[p]}" for p in fresh
+             if keys[p] in store and {k: tuple(v) for k, v in store[keys[p]].items()} != fresh[p]]
+    usage = {p: fresh.get(p) or {k: tuple(v) for k, v in store[keys[p]].items()} for p in todo}
+    return usage, stale
 
 
 def planned(part: Partition, kernel: str) -> StageResources:
@@ -88,8 +138,10 @@ def planned(part: Partition, kernel: str) -> StageResources:
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_plan_occupancy_is_the_cuda_builds():
     gpus = [load_gpu("h200"), load_gpu("v100")]
+    usage_by_build, stale = usage_of_all()
+    assert not stale, "ptxas_usage.json disagrees with a fresh compile; rewrite it with --write:\n" + "\n".join(stale)
     wrong = []
-    for part, usage in compile_all().items():
+    for part, usage in usage_by_build.items():
         for kernel, (regs, smem) in usage.items():
             plan = planned(part, kernel)
             built = StageResources(part.threads, regs, smem)
@@ -105,12 +157,33 @@ def test_plan_occupancy_is_the_cuda_builds():
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_a_wrong_stored_figure_is_caught_by_the_sampled_compile(tmp_path, monkeypatch):
+    todo = builds()
+    first = sample(todo)[0]
+    key = store_key(source_of(first, todo[first]), nvcc_release())
+    doc = json.loads(STORE.read_text())
+    doc["builds"][key]["megakernel"][0] += 8
+    monkeypatch.setattr(sys.modules[__name__], "STORE", tmp_path / "ptxas_usage.json")
+    (tmp_path / "ptxas_usage.json").write_text(json.dumps(doc))
+    _, stale = usage_of_all()
+    assert len(stale) == 1 and str(first) in stale[0]
+
+
 def write_table() -> None:
+    todo = builds()
+    release = nvcc_release()
+    sources = [source_of(part, layer) for part, layer in todo.items()]
+    usages = compile_many(sources)
     rows = [{"partition": part.to_dict(), "layer": layer.name, "registers": {k: v[0] for k, v in usage.items()}}
-            for (part, layer), usage in zip(builds().items(), compile_all().values())]
+            for (part, layer), usage in zip(todo.items(), usages)]
     doc = {"source": "ptxas --resource-usage, nvcc -arch=sm_90, default k step; one build per partition, "
                      "compiled for `layer`", "builds": rows}
     REGISTER_TABLE.write_text(json.dumps(doc, indent=1) + "\n")
+    store = {store_key(src, release): dict(sorted(u.items())) for src, u in zip(sources, usages)}
+    STORE.write_text(json.dumps({"nvcc": release, "about": "ptxas (registers, static smem bytes) per kernel, keyed "
+                                 "by sha256(nvcc release + generated source)[:20]; test_occupancy_ptxas.py",
+                                 "builds": dict(sorted(store.items()))}, indent=0) + "\n")
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
