@@ -9,10 +9,14 @@ the same footprints, so the two cannot model different occupancies.
 
 Shared memory follows from the ring's arithmetic. Registers are what ptxas
 allocates, which no formula predicts: they come from `kernel_registers.json`,
-ptxas's figures for every partition the search space can build (sm_90, the
-default k step; tests/gpu/test_occupancy_ptxas.py checks and rewrites it).
-A build outside that table (another k step, a hand-made partition) gets the
-per-stage estimates in `ESTIMATED_REGISTERS`.
+ptxas's figures for every build the search space, the corpus and the networks
+make (sm_90, the default k step; tests/gpu/test_occupancy_ptxas.py checks and
+rewrites it). A build is its partition and its `Flavor`: the Winograd variant
+and whether the GEMM loads C and K rows 16 bytes at a time change the code,
+and its registers with it (a C = 3 layer's scalar GEMM takes 164 where the
+vector one takes 111: three blocks an SM, not four). A flavor outside the
+table takes its partition's F(4), vector-load figures; a partition outside it
+(another k step, a hand-made partition) the per-stage `ESTIMATED_REGISTERS`.
 """
 from __future__ import annotations
 
@@ -48,6 +52,24 @@ class StageResources:
             raise MegasimError(f"regs_per_thread must be positive, got {self.regs_per_thread}")
         if self.smem_bytes < 0:
             raise MegasimError(f"smem_bytes must be >= 0, got {self.smem_bytes}")
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """What besides the partition a build compiles differently: the variant F(m x m, 3 x 3) and whether the
+    GEMM loads C and K rows 16 bytes at a time (`gemm_vector_loads`: MS_VEC_C, MS_VEC_K)."""
+
+    m: int = 4
+    vector_c: bool = True
+    vector_k: bool = True
+
+    @staticmethod
+    def of(layer, variant, part: Partition) -> "Flavor":
+        """The flavor of the build of `layer` under `variant` (a WinogradVariant) and `part`."""
+        return Flavor(variant.m, *gemm_vector_loads(layer, part))
+
+
+DEFAULT_FLAVOR = Flavor()
 
 
 @dataclass(frozen=True)
@@ -150,20 +172,26 @@ def gemm_ring(part: Partition, k_step: int = GEMM_K_STEP) -> tuple[int, int]:
                        f"gemm_k_per_task or gemm_mats_per_task")
 
 
-def partition_key(part: Partition) -> str:
-    """The register table's key: the partition's fields, in a fixed order."""
-    return json.dumps(part.to_dict(), sort_keys=True)
+def partition_key(part: Partition, flavor: Flavor = DEFAULT_FLAVOR) -> str:
+    """The register table's key: the partition's fields in a fixed order, and the flavor."""
+    return json.dumps([part.to_dict(), flavor.m, flavor.vector_c, flavor.vector_k], sort_keys=True)
+
+
+def flavor_of_row(row: dict) -> Flavor:
+    """A table row's flavor (rows without the fields are F(4) with vector loads)."""
+    return Flavor(row.get("variant", 4), *row.get("vector_loads", (True, True)))
 
 
 @lru_cache(maxsize=1)
 def _register_table() -> dict:
     rows = json.loads(REGISTER_TABLE.read_text())["builds"]
-    return {partition_key(Partition(**row["partition"])): row["registers"] for row in rows}
+    return {partition_key(Partition(**row["partition"]), flavor_of_row(row)): row["registers"] for row in rows}
 
 
-def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP) -> int:
+def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> int:
     """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as ptxas allocates."""
-    measured = _register_table().get(partition_key(part)) if k_step == GEMM_K_STEP else None
+    table = _register_table() if k_step == GEMM_K_STEP else {}
+    measured = table.get(partition_key(part, flavor)) or table.get(partition_key(part))
     if measured is not None:
         return measured[kernel]
     if kernel in ("gemm", "megakernel"):
@@ -172,16 +200,17 @@ def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP) -> int:
     return ESTIMATED_REGISTERS[kernel]
 
 
-def stage_resources(part: Partition, op: Op, k_step: int = GEMM_K_STEP) -> StageResources:
+def stage_resources(part: Partition, op: Op, k_step: int = GEMM_K_STEP,
+                    flavor: Flavor = DEFAULT_FLAVOR) -> StageResources:
     """The block of one non-fused kernel; only the GEMM holds shared memory (its ring)."""
     smem = gemm_smem_bytes(part, *gemm_ring(part, k_step)) if op == Op.GEMM else 0
-    return StageResources(part.threads, registers(part, OP_NAMES[op], k_step), smem)
+    return StageResources(part.threads, registers(part, OP_NAMES[op], k_step, flavor), smem)
 
 
-def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP) -> StageResources:
+def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> StageResources:
     """The megakernel's one block shape: every stage's code in one kernel, the GEMM ring plus its task words."""
     smem = gemm_smem_bytes(part, *gemm_ring(part, k_step)) + MEGAKERNEL_SMEM_BYTES
-    return StageResources(part.threads, registers(part, "megakernel", k_step), smem)
+    return StageResources(part.threads, registers(part, "megakernel", k_step, flavor), smem)
 
 
 def blocks_per_sm(gpu, res: StageResources) -> int:

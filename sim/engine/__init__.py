@@ -5,7 +5,7 @@ COMPILED = compiled.load()  # first: compiled or pure-Python hot modules
 
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
-from megasim.contract.resources import megakernel_resources, stage_resources
+from megasim.contract.resources import Flavor, megakernel_resources, stage_resources
 from megasim.contract.scheduling import check_mode, ready_queue
 
 
@@ -17,13 +17,16 @@ def fused_kernels(graph, mapping, mode: str = "static"):
     """
     check_mode(mode)
     ready = ready_queue(graph, mapping.order) if mode == "ready_queue" else None
-    return [Kernel(mapping.order, megakernel_resources(graph.partition), True, "megakernel", preceding_launches=1,
+    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
+    return [Kernel(mapping.order, megakernel_resources(graph.partition, flavor=flavor), True, "megakernel", preceding_launches=1,
                    persistent=mode == "persistent", ready=ready)]
 
 
 def nonfused_kernels(graph):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
-    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op), False, OP_NAMES[op]) for op in Op]
+    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
+    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op])
+            for op in Op]
 
 
 __all__ = ["COMPILED", "Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

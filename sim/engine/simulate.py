@@ -6,7 +6,7 @@ import time
 from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import Mapping, infusible_count
-from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.engine.interpreter import SimpyInterpreter
 from megasim.engine.result import RunStats, SimResult
 
@@ -25,7 +25,8 @@ def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_ro
     cpu = time.process_time()
     nonfused_run = engine.run(graph, None, RunConfig(launch="nonfused")).native
     nonfused_cpu = time.process_time() - cpu
-    window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition))
+    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
+    window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition, flavor=flavor))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, mode=mode, fused=RunStats.from_raw(fused_run, graph, gpu),
                      nonfused=RunStats.from_raw(nonfused_run, graph, gpu),

@@ -19,7 +19,7 @@ from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import infusible_count, make, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
-from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.contract.scheduling import MODES
 from megasim.contract.spec import GPUSpec
 from megasim.engine.interpreter import SimpyInterpreter
@@ -57,7 +57,8 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
     execution = SimpyInterpreter(problem.gpu, problem.policy).run(graph, mapping, RunConfig(mode=problem.mode))
-    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition))
+    flavor = Flavor.of(graph.layer, graph.variant, partition)
+    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition, flavor=flavor))
     return {"fused_us": execution.time_us,
             "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
             "num_tbs": graph.num_tasks, "blocks_per_sm": bps,

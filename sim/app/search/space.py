@@ -31,7 +31,7 @@ from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared, search_values
 from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
-from megasim.contract.resources import blocks_per_sm, megakernel_resources
+from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.contract.scheduling import MODES, check_mode
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
@@ -204,7 +204,7 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu) -> str | None:
     if part.gemm_mats_per_task > variant.alpha ** 2:
         return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
     try:
-        blocks_per_sm(gpu, megakernel_resources(part))
+        blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part)))
     except MegasimError as exc:
         return f"megakernel block does not fit on {gpu.name}: {exc}"
     why = _kernel_reason(layer, variant, part)
