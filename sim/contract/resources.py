@@ -7,14 +7,17 @@ build compiles its GEMM register blocking (`gemm_plan`) and cp.async ring
 (`gemm_ring`) in, and the engine sizes its SM slots with `blocks_per_sm` of
 the same footprints, so the two cannot model different occupancies.
 
-Shared memory follows from the ring's arithmetic. Registers are what ptxas
-allocates, which no formula predicts: they come from `kernel_registers.json`,
-ptxas's figures for every build the search space, the corpus and the networks
-make (sm_90, the default k step; tests/gpu/test_occupancy_ptxas.py checks and
-rewrites it). A build is its partition and its `Flavor`: the Winograd variant
+Shared memory follows from the ring's arithmetic. Registers are what the
+compiler allocates, which no formula predicts: they come from
+`kernel_registers.json`, the registers of every build the search space, the
+corpus and the networks make, as CuPy compiles them (NVRTC for sm_90, the
+default k step), read on a device with the driver's occupancy beside them
+(docs/results/occupancy_device; tests/sim/test_occupancy_plan.py checks and
+rewrites it). nvcc's offline ptxas allocates differently for a quarter of the
+kernels, enough to change 14 of 1,490 occupancies. A build is its partition and its `Flavor`: the Winograd variant
 and whether the GEMM loads C and K rows 16 bytes at a time change the code,
-and its registers with it (a C = 3 layer's scalar GEMM takes 164 where the
-vector one takes 111: three blocks an SM, not four). A flavor outside the
+and its registers with it (a C = 3 layer's scalar GEMM takes 162 where the
+vector one takes 117: three blocks an SM, not four). A flavor outside the
 table takes its partition's F(4), vector-load figures; a partition outside it
 (another k step, a hand-made partition) the per-stage `ESTIMATED_REGISTERS`.
 """
@@ -34,6 +37,7 @@ GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gp
 SMEM_STATIC_LIMIT = 48 * 1024  # a kernel's static __shared__ arrays may not exceed this
 MEGAKERNEL_SMEM_BYTES = 48  # the megakernel's own task words, block id and go flag (megakernel.cu), padded
 REGISTER_TABLE = Path(__file__).with_name("kernel_registers.json")
+WARP_ALLOCATION_GRANULARITY = 4  # warps the register file is handed out in (Volta to Hopper)
 ESTIMATED_REGISTERS = {"filter_transform": 96, "input_transform": 88, "output_transform": 56, "gemm_small": 128, "gemm_8x8": 168}
 
 
@@ -214,11 +218,18 @@ def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP, flavor: Fla
 
 
 def blocks_per_sm(gpu, res: StageResources) -> int:
-    """Occupancy: how many blocks of this footprint fit on one SM of `gpu` (a GPUSpec) at once."""
+    """Occupancy: how many blocks of this footprint fit on one SM of `gpu` (a GPUSpec) at once.
+
+    Registers go to warps in 256-register units, and the warps the register file holds are counted in
+    fours (`WARP_ALLOCATION_GRANULARITY`: an SM's four schedulers each own a quarter of it), before they
+    are split into blocks. The fours matter for blocks of 3 warps: at 96 registers a thread the file holds
+    21 warps, 20 in fours, so 6 blocks of 96 threads and not 7. With them the rule gives the driver's
+    occupancy (cuOccupancyMaxActiveBlocksPerMultiprocessor) for all 1,490 kernels of the plan's builds
+    (docs/results/occupancy_device)."""
     warps = math.ceil(res.threads / 32)
     regs_per_warp = math.ceil(res.regs_per_thread * 32 / 256) * 256
-    limits = [gpu.max_blocks_per_sm, gpu.max_threads_per_sm // (warps * 32),
-              gpu.regs_per_sm // (regs_per_warp * warps)]
+    register_warps = gpu.regs_per_sm // regs_per_warp // WARP_ALLOCATION_GRANULARITY * WARP_ALLOCATION_GRANULARITY
+    limits = [gpu.max_blocks_per_sm, gpu.max_threads_per_sm // (warps * 32), register_warps // warps]
     if res.smem_bytes:
         if res.smem_bytes > gpu.max_smem_per_block_bytes:
             raise MegasimError(f"{res.smem_bytes} B of shared memory per block exceeds "
