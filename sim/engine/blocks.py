@@ -99,3 +99,18 @@ def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:
         return None
     sigma = np.sqrt(np.log1p(cv * cv))
     return np.random.default_rng(seed).lognormal(-sigma * sigma / 2, sigma, n)
+
+
+def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: float) -> np.ndarray | None:
+    """Per-block work factors that make each kernel's first wave end in arrival order on every SM
+    (`GPUSpec.first_wave_stagger`): the first wave fills one slot of every SM per round, so a block's rank
+    on its SM is its index in the kernel over the SM count. None where nothing is staggered."""
+    if not stagger:
+        return None
+    factors = [np.ones(len(k.tasks)) for k in kernels]
+    for f, k in zip(factors, slots):
+        if k > 1:
+            first = min(len(f), k * sm_count)
+            rank = np.arange(first) // sm_count
+            f[:first] = 1.0 + stagger * (2.0 * rank / (k - 1) - 1.0)
+    return np.concatenate(factors)

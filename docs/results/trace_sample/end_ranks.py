@@ -15,6 +15,7 @@ import argparse
 
 import numpy as np
 
+from megasim.app.calibrate.end_order import end_ranks
 from megasim.app.calibrate.predict import graph_of
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.calibrate.trace_law import load_sample
@@ -24,16 +25,6 @@ from megasim.contract.problem import Op
 from megasim.engine.interpreter import SimpyInterpreter
 
 RUN_KEYS = ("layer", "variant", "partition", "strategy", "params", "mode")
-
-
-def end_ranks(rec) -> tuple[np.ndarray, int]:
-    """Median duration of the first wave's blocks by end rank on their SM, and the first wave's size."""
-    m = rec["op"] == Op.GEMM
-    start, end, sm = rec["start_us"][m], rec["end_us"][m], rec["sm"][m]
-    first = start < start.min() + 1.0
-    per_sm = [np.sort(end[first & (sm == k)] - start[first & (sm == k)]) for k in np.unique(sm[first])]
-    full = max(len(d) for d in per_sm)
-    return np.median([d for d in per_sm if len(d) == full], axis=0), int(first.sum())
 
 
 def tail_spread(rec, first_wave: int, sm_count: int) -> str:
