@@ -18,10 +18,11 @@ from ..conftest import CALIBRATION_RAW, STUDIES
 PREDICTIONS = STUDIES / "calibration"
 # Floors at what each committed profile reaches, below the issue's targets (which follow, for the H200):
 # layers with Spearman >= 0.8, winners called right, worst regret of the simulator's pick. The H200's were
-# raised when its resident-form profile reached 9 and 11 (session 9).
-FLOORS = {"h200": (9, 11, 0.02), "h100": (4, 9, 0.04)}
+# raised when its resident-form profile reached 9 and 11 (session 9), the H100's when its resident-form
+# profile reached 7 and 11 (session 10).
+FLOORS = {"h200": (9, 11, 0.02), "h100": (7, 11, 0.04)}
 # Held-out corpus ceilings and floor: fused MAPE, non-fused MAPE, winners right where the margin exceeds 3%.
-CORPUS_FLOORS = {"h200": (0.065, 0.055, 27), "h100": (0.35, 0.35, 22)}
+CORPUS_FLOORS = {"h200": (0.065, 0.055, 27), "h100": (0.07, 0.055, 28)}
 
 
 @pytest.fixture(scope="module", params=sorted(FLOORS))

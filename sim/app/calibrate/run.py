@@ -44,9 +44,9 @@ def corpus_runs(path: Path) -> list[dict]:
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
     """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
     the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
-    the GEMM's per body, and how blocks of other types share an SM with GEMMs (`NEIGHBOUR_READINGS`).
+    the GEMM's per body, and how blocks of other types share an SM with GEMMs (`neighbour_readings`).
     Returns (model overrides, pinned task types)."""
-    from megasim.app.calibrate.trace_law import (NEIGHBOUR_READINGS, gemm_body_laws, gemm_law, graph_of, load_sample,
+    from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, load_sample, neighbour_readings,
                                                  output_law, task_costs)
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
@@ -63,7 +63,7 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     pinned = {Op.GEMM: law(*gemm_law(*sample, spec.clock_mhz, peak)),
               Op.OUTPUT_TRANSFORM: law(*output_law(*sample, spec.clock_mhz, peak))}
     bodies = {body: law(*fit) for body, fit in gemm_body_laws(*sample, spec.clock_mhz, peak).items()}
-    return {"sm_sharing": "resident", **NEIGHBOUR_READINGS, "gemm_bodies": bodies, **costs}, pinned
+    return {"sm_sharing": "resident", **neighbour_readings(spec.name), "gemm_bodies": bodies, **costs}, pinned
 
 
 def carried_revalidation(out, kernel_build: str | None) -> dict:
