@@ -54,19 +54,21 @@ def cmd_simulate(args) -> int:
     if args.network:
         from megasim.app.network_sim import simulate_network
         return simulate_network(args)
-    from megasim.app.calibrate.profile import gpu_for_simulation, uncertainty_for
+    from megasim.app.calibrate.profile import simulation_model
     from megasim.app.outputs import write_simulation_outputs
     from megasim.app.report import print_call, print_simulation
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
-    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated, args.profile)
+    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
     layer, variant, partition, mode = _problem(args, gpu.name)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
-    interval = uncertainty_for(args.gpu, args.uncalibrated, args.profile)
-    call = interval.call(result.fused.time_us, result.nonfused.time_us) if interval else None
+    call = None
+    if intervals:
+        from megasim.app.calibrate.uncertainty import Uncertainty
+        call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us)
     if args.json:
         print(json.dumps({**result.to_json(), "uncertainty": call, "model": model_note}))
     else:

@@ -152,24 +152,16 @@ def _chosen(spec_name: str, profile) -> Path:
     return Path(profile)
 
 
-def uncertainty_for(name: str, uncalibrated: bool = False, profile=None):
-    """The calibrated profile's prediction intervals (`Uncertainty`), or None without a profile or one."""
-    from megasim.app.calibrate.uncertainty import Uncertainty
-    path = _chosen(load_gpu(name).name, profile)
-    if uncalibrated or not path.exists():
-        return None
-    values = load_profile(path).uncertainty
-    return Uncertainty.from_dict(values) if values else None
-
-
-def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUSpec, str]:
-    """The spec `megasim simulate` uses, and a note saying which (and whether it is stale); printed after
-    "model: ", and stored as it is in JSON. `profile` is a profile file to use instead of the GPU's own."""
+def simulation_model(name: str, uncalibrated: bool = False, profile=None):
+    """What `megasim simulate` runs under: the spec, a note saying which (and whether it is stale), printed
+    after "model: " and stored as it is in JSON, and the profile's [uncertainty] table (`Uncertainty.from_dict`
+    reads it; None without a profile or one). `profile` is a profile file to use instead of the GPU's own.
+    The spec and the profile are read once."""
     spec = load_gpu(name)
     path = _chosen(spec.name, profile)
     if uncalibrated or not path.exists():
         why = "--uncalibrated" if uncalibrated else "no calibration profile"
-        return spec, f"datasheet spec scenarios/gpus/{spec.name}.toml ({why})"
+        return spec, f"datasheet spec scenarios/gpus/{spec.name}.toml ({why})", None
     profile = load_profile(path)
     if profile.gpu.lower() != spec.name.lower():
         raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
@@ -177,4 +169,9 @@ def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> t
     note = (f"calibrated profile {shown} "
             f"(kernel build {profile.provenance.get('kernel_build', '?')}, {profile.provenance.get('date', '?')})")
     stale = profile.stale()
-    return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else "")
+    return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else ""), profile.uncertainty or None
+
+
+def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUSpec, str]:
+    """`simulation_model`'s spec and note."""
+    return simulation_model(name, uncalibrated, profile)[:2]
