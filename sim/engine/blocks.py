@@ -104,7 +104,9 @@ def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:
 def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: float) -> np.ndarray | None:
     """Per-block work factors that make each kernel's first wave end in arrival order on every SM
     (`GPUSpec.first_wave_stagger`): the first wave fills one slot of every SM per round, so a block's rank
-    on its SM is its index in the kernel over the SM count. None where nothing is staggered."""
+    on its SM is its index in the kernel over the SM count. That holds for the round-robin policies
+    (`in_order_round_robin`, `gpc_interleaved`); under `first_free`, `replay` or a ready queue, which place or
+    order the first wave otherwise, the ranks are only approximate. None where nothing is staggered."""
     if not stagger:
         return None
     factors = [np.ones(len(k.tasks)) for k in kernels]
