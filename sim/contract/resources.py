@@ -14,9 +14,9 @@ corpus and the networks make, as CuPy compiles them (NVRTC for sm_90, the
 default k step), read on a device with the driver's occupancy beside them
 (docs/results/occupancy_device; tests/sim/test_occupancy_plan.py checks and
 rewrites it). nvcc's offline ptxas allocates differently for a quarter of the
-kernels, enough to change 14 of 1,490 occupancies. A build is its partition and its `Flavor`: the Winograd variant
-and whether the GEMM loads C and K rows 16 bytes at a time change the code,
-and its registers with it (a C = 3 layer's scalar GEMM takes 162 where the
+kernels, enough to change 14 of 1,490 occupancies. A build is its partition
+and its `Flavor`: the Winograd variant and whether the GEMM loads C and K rows
+16 bytes at a time change the code, and its registers with it (a C = 3 layer's scalar GEMM takes 162 where the
 vector one takes 117: three blocks an SM, not four). A flavor outside the
 table takes its partition's F(4), vector-load figures; a partition outside it
 (another k step, a hand-made partition) the per-stage `ESTIMATED_REGISTERS`.
@@ -71,6 +71,11 @@ class Flavor:
     def of(layer, variant, part: Partition) -> "Flavor":
         """The flavor of the build of `layer` under `variant` (a WinogradVariant) and `part`."""
         return Flavor(variant.m, *gemm_vector_loads(layer, part))
+
+    @staticmethod
+    def of_graph(graph) -> "Flavor":
+        """The flavor of a TaskGraph's build."""
+        return Flavor.of(graph.layer, graph.variant, graph.partition)
 
 
 DEFAULT_FLAVOR = Flavor()
@@ -193,7 +198,7 @@ def _register_table() -> dict:
 
 
 def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> int:
-    """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as ptxas allocates."""
+    """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as CuPy compiles it."""
     table = _register_table() if k_step == GEMM_K_STEP else {}
     measured = table.get(partition_key(part, flavor)) or table.get(partition_key(part))
     if measured is not None:
@@ -211,7 +216,8 @@ def stage_resources(part: Partition, op: Op, k_step: int = GEMM_K_STEP,
     return StageResources(part.threads, registers(part, OP_NAMES[op], k_step, flavor), smem)
 
 
-def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> StageResources:
+def megakernel_resources(part: Partition, k_step: int = GEMM_K_STEP,
+                         flavor: Flavor = DEFAULT_FLAVOR) -> StageResources:
     """The megakernel's one block shape: every stage's code in one kernel, the GEMM ring plus its task words."""
     smem = gemm_smem_bytes(part, *gemm_ring(part, k_step)) + MEGAKERNEL_SMEM_BYTES
     return StageResources(part.threads, registers(part, "megakernel", k_step, flavor), smem)

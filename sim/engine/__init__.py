@@ -17,14 +17,14 @@ def fused_kernels(graph, mapping, mode: str = "static"):
     """
     check_mode(mode)
     ready = ready_queue(graph, mapping.order) if mode == "ready_queue" else None
-    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
-    return [Kernel(mapping.order, megakernel_resources(graph.partition, flavor=flavor), True, "megakernel", preceding_launches=1,
+    resources = megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph))
+    return [Kernel(mapping.order, resources, True, "megakernel", preceding_launches=1,
                    persistent=mode == "persistent", ready=ready)]
 
 
 def nonfused_kernels(graph):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
-    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
+    flavor = Flavor.of_graph(graph)
     return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op])
             for op in Op]
 

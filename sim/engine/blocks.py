@@ -20,7 +20,7 @@ import numpy as np
 
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
-from megasim.contract.resources import gemm_body
+from megasim.contract.resources import blocks_per_sm, gemm_body
 from megasim.contract.work import block_latency_cycles
 
 
@@ -116,3 +116,15 @@ def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: float)
             rank = np.arange(first) // sm_count
             f[:first] = 1.0 + stagger * (2.0 * rank / (k - 1) - 1.0)
     return np.concatenate(factors)
+
+
+def run_scale(kernels, gpu, seed: int) -> np.ndarray | None:
+    """Each block's work factor in a run of `kernels`: the lognormal spread (`GPUSpec.block_work_cv`) times the
+    first-wave stagger (`GPUSpec.first_wave_stagger`, whose slots per SM are worked out only when it is on);
+    None where both are off."""
+    scale = work_scale(sum(len(k.tasks) for k in kernels), gpu.block_work_cv, seed)
+    if not gpu.first_wave_stagger:
+        return scale
+    staggered = first_wave_stagger(kernels, [blocks_per_sm(gpu, k.resources) for k in kernels], gpu.sm_count,
+                                   gpu.first_wave_stagger)
+    return staggered if scale is None else scale * staggered

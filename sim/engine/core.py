@@ -62,7 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from megasim.engine.blocks import BlockColumns, first_wave_stagger, view, work_scale
+from megasim.engine.blocks import BlockColumns, run_scale, view
 from megasim.engine.clock import Clock
 from megasim.engine.deadlock import deadlock_message
 from megasim.engine.dispatch import make_policy
@@ -130,12 +130,7 @@ class _Machine:
         self.check_cost = gpu.wait_check_cycles
         self.dram_cost = [1.0 / gpu.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
-        scale = work_scale(len(order), gpu.block_work_cv, seed)
-        staggered = first_wave_stagger(kernels, [blocks_per_sm(gpu, k.resources) for k in kernels], gpu.sm_count,
-                                       gpu.first_wave_stagger)
-        if staggered is not None:
-            scale = staggered if scale is None else scale * staggered
-        self.blocks = cols = BlockColumns(order, graph, gpu, scale)
+        self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed))
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added

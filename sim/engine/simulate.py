@@ -25,8 +25,7 @@ def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_ro
     cpu = time.process_time()
     nonfused_run = engine.run(graph, None, RunConfig(launch="nonfused")).native
     nonfused_cpu = time.process_time() - cpu
-    flavor = Flavor.of(graph.layer, graph.variant, graph.partition)
-    window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition, flavor=flavor))
+    window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph)))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, mode=mode, fused=RunStats.from_raw(fused_run, graph, gpu),
                      nonfused=RunStats.from_raw(nonfused_run, graph, gpu),

@@ -57,8 +57,7 @@ def fused(problem: Problem, partition: Partition, options: dict) -> dict:
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
     execution = SimpyInterpreter(problem.gpu, problem.policy).run(graph, mapping, RunConfig(mode=problem.mode))
-    flavor = Flavor.of(graph.layer, graph.variant, partition)
-    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition, flavor=flavor))
+    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition, flavor=Flavor.of_graph(graph)))
     return {"fused_us": execution.time_us,
             "infusible": infusible_count(graph, mapping, problem.gpu.sm_count * bps),
             "num_tbs": graph.num_tasks, "blocks_per_sm": bps,
