@@ -38,12 +38,22 @@ except ImportError:  # CPU-only machine: the kernels cannot run, everything else
 SOURCES = ("nonfused.cu", "megakernel.cu")
 TRACE_ONLY = ("trace_nonfused.cu",)  # the non-fused kernels' trace build (gpu/nonfused.py), its own module
 COMPILE_OPTIONS = ("-std=c++17", "--fmad=true")
+KERNEL_FUNCTIONS = {"megakernel": "ms_megakernel", "filter_transform": "ms_filter_kernel",
+                    "input_transform": "ms_input_kernel", "gemm": "ms_gemm_kernel", "output_transform": "ms_output_kernel"}
 
 
 def require_cupy():
     if cp is None:
         raise MegasimError("the GPU path needs CuPy (pip install cupy-cuda12x or cupy-cuda13x) and an NVIDIA GPU")
     return cp
+
+
+def compiler_id() -> str:
+    """What compiles the kernels (NVRTC, through CuPy): registers, and so occupancy, depend on it, and the
+    occupancy measurements (docs/results/occupancy_device) are keyed by it."""
+    c = require_cupy()
+    major, minor = c.cuda.nvrtc.getVersion()
+    return f"nvrtc {major}.{minor}, cupy {c.__version__}"
 
 
 def device_info() -> dict:
@@ -240,6 +250,6 @@ def module(cfg: KernelConfig, sources: tuple[str, ...] = SOURCES) -> CompiledMod
     return _CACHE[key]
 
 
-__all__ = ["cp", "require_cupy", "device_info", "kernel_build_hash", "git_commit", "KernelConfig",
+__all__ = ["cp", "require_cupy", "compiler_id", "KERNEL_FUNCTIONS", "device_info", "kernel_build_hash", "git_commit", "KernelConfig",
            "measurement_header",
            "config_header", "kernel_source", "DEFAULT_CONFIG", "CompiledModule", "module", "KERNEL_DIR", "TRACE_ONLY"]

@@ -15,11 +15,8 @@ pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy")
 
-from megasim.gpu.backend import COMPILE_OPTIONS, KERNEL_DIR  # noqa: E402
+from megasim.gpu.backend import KERNEL_FUNCTIONS, KernelConfig, compiler_id, module  # noqa: E402
 from megasim.gpu.megakernel import device_blocks_per_sm  # noqa: E402
-
-FUNCTIONS = {"megakernel": "ms_megakernel", "filter_transform": "ms_filter_kernel",
-             "input_transform": "ms_input_kernel", "gemm": "ms_gemm_kernel", "output_transform": "ms_output_kernel"}
 
 
 def sample() -> dict:
@@ -39,13 +36,14 @@ SAMPLE = sample()
 def test_driver_reads_the_measured_usage_and_the_plans_occupancy(build):
     compiler, store = measured()
     source = source_of(build, SAMPLE[build])
-    here = f"nvrtc {cp.cuda.nvrtc.getVersion()[0]}.{cp.cuda.nvrtc.getVersion()[1]}, cupy {cp.__version__}"
+    here = compiler_id()
     assert here == compiler, f"the measurements are of {compiler}, this device compiles with {here}: measure again"
     entry = store[store_key(source, compiler)]["usage"]
-    raw = cp.RawModule(code=source, options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
+    layer, variant = SAMPLE[build]
+    built = module(KernelConfig(layer, variant, build[0]))
     h200 = load_gpu("h200")
-    for kernel, name in FUNCTIONS.items():
-        fn = raw.get_function(name)
+    for kernel, name in KERNEL_FUNCTIONS.items():
+        fn = built.function(name)
         got = [fn.attributes["num_regs"], fn.attributes["shared_size_bytes"],
                device_blocks_per_sm(cp, fn, build[0].threads)]
         assert got == entry[kernel], (kernel, got, entry[kernel])

@@ -17,38 +17,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "sim"))
 
-FUNCTIONS = {"megakernel": "ms_megakernel", "filter_transform": "ms_filter_kernel",
-             "input_transform": "ms_input_kernel", "gemm": "ms_gemm_kernel", "output_transform": "ms_output_kernel"}
-
-
-def compiler() -> str:
-    import cupy as cp
-    return f"nvrtc {cp.cuda.nvrtc.getVersion()[0]}.{cp.cuda.nvrtc.getVersion()[1]}, cupy {cp.__version__}"
-
-
 def one(job):
-    source, threads = job
+    """A build's kernels, compiled as `megasim.gpu.backend.module` compiles them: [registers, static shared
+    bytes, driver blocks per SM] each."""
+    (part, _), (layer, variant) = job
     import cupy as cp
-    from megasim.gpu.backend import COMPILE_OPTIONS, KERNEL_DIR
+    from megasim.gpu.backend import KERNEL_FUNCTIONS, KernelConfig, module
     from megasim.gpu.megakernel import device_blocks_per_sm
-    raw = cp.RawModule(code=source, options=COMPILE_OPTIONS + (f"-I{KERNEL_DIR}",))
+    built = module(KernelConfig(layer, variant, part))
     out = {}
-    for kernel, name in FUNCTIONS.items():
-        fn = raw.get_function(name)
+    for kernel, name in KERNEL_FUNCTIONS.items():
+        fn = built.function(name)
         out[kernel] = [fn.attributes["num_regs"], fn.attributes["shared_size_bytes"],
-                       device_blocks_per_sm(cp, fn, threads)]
+                       device_blocks_per_sm(cp, fn, part.threads)]
     return out
 
 
 def main(out: Path, workers: int) -> None:
     import test_occupancy_plan as plan_test
     todo = plan_test.builds()
-    release = compiler()
+    from megasim.gpu.backend import compiler_id
+    release = compiler_id()
     sources = [plan_test.source_of(build, made_by) for build, made_by in todo.items()]
     keys = [plan_test.store_key(src, release) for src in sources]
     t0 = time.time()
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        usage = list(pool.map(one, [(src, build[0].threads) for src, build in zip(sources, todo)]))
+        usage = list(pool.map(one, list(todo.items())))
     import cupy as cp
     doc = {"compiler": release, "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
            "about": "per build: kernel -> [registers, static smem bytes, driver blocks/SM]; keyed by "
