@@ -1,9 +1,9 @@
 """Optional compilation of the engine's hot modules with Cython (pure Python mode).
 
-`sim/engine/{clock,psqueue,l2,core}.py` are plain Python; each has a `.pxd` beside it that gives Cython the C
-types of its classes' fields and hot locals (`megasim.engine.compiled` says more). Where Cython and a C compiler
-are present (`pip install -e .` brings Cython through `[build-system] requires`), the four are compiled to
-extension modules, which Python imports instead of the `.py` files; where they are not, or the build fails, or
+`sim/engine/{clock,psqueue,weighted_psqueue,neighbours,l2,core}.py` (`megasim.engine.compiled.HOT`) are plain
+Python; each has a `.pxd` beside it that gives Cython the C types of its classes' fields and hot locals
+(`megasim.engine.compiled` says more). Where Cython and a C compiler are present (`pip install -e .` brings
+Cython through `[build-system] requires`), the six are compiled to extension modules, which Python imports instead of the `.py` files; where they are not, or the build fails, or
 `MEGASIM_PURE_PYTHON=1` is set, the package installs as pure Python and runs the same source. Predictions are
 bit for bit the same either way: IEEE double arithmetic in the same order, no fast-math, no floating-point
 contraction.

@@ -1,6 +1,6 @@
 """Whether the engine's hot modules run compiled, and the pure-Python fallback where they should not.
 
-`clock`, `psqueue`, `l2` and `core` are plain Python, and each has a `.pxd` beside it that types its classes
+`clock`, `psqueue`, `weighted_psqueue`, `neighbours`, `l2` and `core` are plain Python, and each has a `.pxd` beside it that types its classes
 and hot locals for Cython (pure Python mode). Where the package was built with Cython (`setup.py`: `pip install
 -e .` does it when Cython and a C compiler are there), an extension module sits beside each `.py`, and Python
 imports it first. Both are the same source and give bit-identical results (docs/performance.md, "Simulator
@@ -20,7 +20,7 @@ import warnings
 import zlib
 from pathlib import Path
 
-HOT = ("clock", "psqueue", "l2", "core")  # in import order: each imports only those before it
+HOT = ("clock", "psqueue", "weighted_psqueue", "neighbours", "l2", "core")  # in import order: each imports only those before it
 STAMP = "compiled.stamp"
 HERE = Path(__file__).resolve().parent
 

@@ -2,13 +2,14 @@
 # otherwise). Same float operations in the same order: only the Python objects around them go.
 cimport cython
 from libc.stdint cimport int8_t, int32_t, int64_t
+from megasim.engine.neighbours cimport GemmNeighbours
 
 ctypedef const int8_t ci8
 ctypedef const int32_t ci32
 ctypedef const int64_t ci64
 ctypedef const double cf64
 
-cdef int _NO_COUNTER
+cdef int _NO_COUNTER, _GEMM
 
 cdef class _Machine:
     cdef public object env, clock, call_later, gpu, graph, kernels, policy_name, policy_options
@@ -47,3 +48,16 @@ cdef class _Machine:
 
     @cython.locals(blocked="unsigned char[:]", left=int)
     cpdef _wake(self, double now, waiting)
+
+
+cdef class _StretchedMachine(_Machine):
+    cdef public const double[:] stretch
+    cdef public double[:] busy_at_ready
+    cdef public GemmNeighbours neighbours
+
+    cpdef work(self, double now, Py_ssize_t b)
+
+    @cython.locals(wait=double, ran=double, beside=double, sm=Py_ssize_t)
+    cpdef jobs_done(self, double now, Py_ssize_t b)
+
+    cpdef finish(self, double now, Py_ssize_t b)

@@ -52,8 +52,8 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue
   calls back only for a block whose last job ended: no closure per block, one call per block.
-- This module, `clock`, `psqueue` and `l2` are compiled where the package was built with Cython: `core.pxd`
-  types the fields and hot locals; the same source runs as Python elsewhere (`megasim.engine.compiled`).
+- This module, `clock`, `psqueue`, `weighted_psqueue`, `neighbours` and `l2` are compiled where the package
+  was built with Cython: `core.pxd` types the fields and hot locals; the same source runs as Python elsewhere (`megasim.engine.compiled`).
 """
 from __future__ import annotations
 
@@ -80,6 +80,7 @@ from megasim.contract.spec import GPUSpec
 from megasim.contract.work import block_latency_cycles
 
 _NO_COUNTER = NO_COUNTER  # a C int where this module is compiled (core.pxd)
+_GEMM = int(Op.GEMM)  # likewise
 
 
 @dataclass(frozen=True, eq=False)
@@ -337,18 +338,19 @@ class _StretchedMachine(_Machine):
     """The machine with `GPUSpec.gemm_neighbour_stretch`: a block of a stretched type takes 1 + its factor x f
     as long, f the fraction of its jobs' time a GEMM block worked on its SM (`megasim.engine.neighbours`), or
     whether one works there as they end, for jobs that took no time.
-    A subclass, so the default path pays nothing for it."""
+    A subclass, so the default path pays nothing for it; a compiled one (`core.pxd`), because the calibrated
+    profiles use it: as a Python subclass it halved the engine's speed on them."""
 
     def __init__(self, graph, gpu, kernels, *args):
-        super().__init__(graph, gpu, kernels, *args)
+        _Machine.__init__(self, graph, gpu, kernels, *args)
         factors = np.array([float(gpu.gemm_neighbour_stretch.get(OP_NAMES[o], 0.0)) for o in Op])
         self.stretch = view(factors[np.asarray(self.op)])
         self.neighbours = GemmNeighbours(gpu.sm_count)
         self.busy_at_ready = memoryview(np.zeros(len(self.order)))
 
     def work(self, now: float, b: int) -> None:
-        super().work(now, b)
-        if self.op[b] == Op.GEMM:
+        _Machine.work(self, now, b)
+        if self.op[b] == _GEMM:
             self.neighbours.enter(now, self.sm[b])
         elif self.stretch[b]:
             self.busy_at_ready[b] = self.neighbours.busy_until(now, self.sm[b])
@@ -357,7 +359,8 @@ class _StretchedMachine(_Machine):
         """`_Machine.jobs_done` with the stretch added to the wait (its lines repeated, not called: the base
         keeps them inline, the engine's hot path)."""
         if not self.stretch[b]:
-            return super().jobs_done(now, b)
+            _Machine.jobs_done(self, now, b)
+            return
         wait = self.t_ready[b] + self.floor[b] - now
         wait = (wait if wait > 0.0 else 0.0) + self.added[b]
         ran = now - self.t_ready[b]
@@ -373,9 +376,9 @@ class _StretchedMachine(_Machine):
             self.finish(now, b)
 
     def finish(self, now: float, b: int) -> None:
-        if self.op[b] == Op.GEMM:
+        if self.op[b] == _GEMM:
             self.neighbours.leave(now, self.sm[b])
-        super().finish(now, b)
+        _Machine.finish(self, now, b)
 
 
 DEFAULT_QUANTUM_CYCLES = 32.0

@@ -8,6 +8,10 @@ there, and stretches a block's work by its op's factor times the fraction of its
 """
 from __future__ import annotations
 
+import numpy as np
+
+from megasim.engine.blocks import column
+
 
 class GemmNeighbours:
     """Per SM: GEMM blocks working now, and the cycles (up to `since`) during which any did."""
@@ -15,9 +19,9 @@ class GemmNeighbours:
     __slots__ = ("working", "busy", "since")
 
     def __init__(self, sm_count: int):
-        self.working = [0] * sm_count
-        self.busy = [0.0] * sm_count
-        self.since = [0.0] * sm_count
+        self.working = column([0] * sm_count, np.int32)
+        self.busy = column([0.0] * sm_count, np.float64)
+        self.since = column([0.0] * sm_count, np.float64)
 
     def _advance(self, now: float, sm: int) -> None:
         if self.working[sm]:

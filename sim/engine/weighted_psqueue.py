@@ -49,7 +49,7 @@ class WeightedPSQueue(PSQueue):
         self.total += w
         self._rerate(now)
 
-    def release(self, now: float, job: int) -> None:
+    def release(self, now: float, job: int = -1) -> None:
         """`job`'s block has ended: its weight leaves the total."""
         self.v += (now - self.t) * self.r
         self.t = now
