@@ -146,6 +146,29 @@ def test_replay_policy_places_blocks_on_the_traced_sms(tmp_path, capsys):
     assert rc == 2 and "--replay-trace" in err and "--opt trace=" in err
 
 
+def test_replay_when_full_any_takes_a_free_sm_instead_of_waiting_for_the_traced_one(tmp_path, capsys):
+    """Every block traced on SM 0: waiting for it runs the kernel on one SM; `when_full=any` spreads the
+    blocks that find SM 0 full over the others, and finishes sooner. A value it does not know is one line."""
+    layer = Layer(2, 32, 20, 20, 32)
+    graph = build_graph(layer, partition=partition_for(layer, "h200"))
+    rows = [{"block": i, "task": i, "op": int(graph.op[i]), "sm": 0, "dispatch_us": 0.0, "start_us": 0.0,
+             "ready_us": 0.0, "end_us": 1.0} for i in range(graph.num_tasks)]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"records": rows}))
+    runs = {}
+    for when in ("wait", "any"):
+        out = tmp_path / f"{when}.json"
+        rc, stdout, _ = run(capsys, "simulate", *SMALL, "--policy", "replay", "--opt", f"trace={path}",
+                            "--opt", f"when_full={when}", "--trace", str(out), "--json")
+        assert rc == 0
+        sms = {e["args"]["sm"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "block"}
+        runs[when] = (sms, json.loads(stdout)["fused_us"])
+    assert runs["wait"][0] == {0} and len(runs["any"][0]) > 1 and 0 in runs["any"][0]
+    assert runs["any"][1] < runs["wait"][1]
+    rc, _, err = run(capsys, "simulate", *SMALL, "--policy", "replay", "--opt", f"trace={path}", "--opt", "when_full=soon")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "when_full" in err
+
+
 DECLARED = [(name, o) for name in MAPPINGS.names() for o in declared(MAPPINGS.get(name).options)]
 
 

@@ -16,8 +16,14 @@ from megasim.contract.records import records_from_dicts
 
 from ..conftest import CALIBRATION_RAW
 
-SAMPLE = Path(__file__).parents[2] / "docs" / "results" / "trace_sample" / "h100"
+SAMPLES = Path(__file__).parents[2] / "docs" / "results" / "trace_sample"
 SAMPLE_NPZ = CALIBRATION_RAW / "h100_trace_sample.npz"
+
+
+@pytest.fixture(params=["h100", "h200"])
+def sample(request):
+    """(folder of the committed laws, packed sample) of each GPU's trace sample."""
+    return SAMPLES / request.param, CALIBRATION_RAW / f"{request.param}_trace_sample.npz"
 
 
 @pytest.fixture(scope="module")
@@ -32,20 +38,22 @@ def test_task_costs_of_the_h200_trace(h200_trace):
     assert costs == {"task_overhead_cycles": 2633, "wait_check_cycles": pytest.approx(1330.2, abs=0.1)}
 
 
-def test_the_gemm_law_is_the_committed_one():
-    law = json.loads((SAMPLE / "gemm_law.json").read_text())
-    fixed, step, eff, errors = gemm_law(*load_sample(SAMPLE_NPZ), law["clock_mhz"], 256)
+def test_the_gemm_law_is_the_committed_one(sample):
+    folder, npz = sample
+    law = json.loads((folder / "gemm_law.json").read_text())
+    fixed, step, eff, errors = gemm_law(*load_sample(npz), law["clock_mhz"], 256)
     assert (round(fixed, 1), round(step, 1), round(eff, 4)) == (law["block_fixed_cycles"], law["step_cycles"],
                                                                law["compute_efficiency"])
     assert len(errors) == 72
 
 
-def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for_all():
+def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for_all(sample):
     """The 8 x 8 body pays more than twice the 8 x 4's fixed cycles a block; each 128-thread body's own law has
-    a smaller median error than the one law of all bodies (4.3% on this sample); a scalar body keeps its
-    sibling's efficiency and fixed cycles and takes longer steps."""
-    committed = json.loads((SAMPLE / "gemm_body_laws.json").read_text())
-    sample = load_sample(SAMPLE_NPZ)
+    a smaller median error than the one law of all bodies (4.3% on the H100's sample, 3.7% on the H200's); a
+    scalar body keeps its sibling's efficiency and fixed cycles and takes longer steps."""
+    folder, npz = sample
+    committed = json.loads((folder / "gemm_body_laws.json").read_text())
+    sample = load_sample(npz)
     laws = gemm_body_laws(*sample, 1980.0, 256)
     assert set(laws) == set(committed) == {"t128-8x4", "t128-8x4-scalar", "t128-8x8", "t96-8x4", "t96-8x4-scalar"}
     for body, (fixed, step, eff, errors) in laws.items():
@@ -59,17 +67,19 @@ def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for
         assert (scalar[0], scalar[2]) == (laws[body][0], laws[body][2]) and scalar[1] > 1.3 * laws[body][1]
 
 
-def test_the_output_law_is_the_committed_one():
-    """An output block is slowed by its SM's blocks and by the chip's other outputs: the four-term law fits the
-    H100 sample's 72 launches with a median error near 10%, and its chip rate lies between DRAM and L2."""
-    law = json.loads((SAMPLE / "output_law.json").read_text())
-    fixed, step, eff, chip, errors = output_law(*load_sample(SAMPLE_NPZ), law["clock_mhz"], 256)
+def test_the_output_law_is_the_committed_one(sample):
+    """An output block is slowed by its SM's blocks and by the chip's other outputs: the four-term law fits
+    each sample's 72 launches with a median error near 10%, and its chip rate lies between the GPU's DRAM
+    and L2 rates (the H200's, with 1.4x the H100's DRAM bandwidth, is 1.5x the H100's)."""
+    folder, npz = sample
+    law = json.loads((folder / "output_law.json").read_text())
+    fixed, step, eff, chip, errors = output_law(*load_sample(npz), law["clock_mhz"], 256)
     assert (round(fixed, 1), round(step, 1), round(eff, 4), round(chip, 1)) == (
         law["block_fixed_cycles"], law["step_cycles"], law["compute_efficiency"], law["chip_bytes_per_cycle"])
     assert len(errors) == 72
     assert sorted(abs(e) for e in errors.values())[36] < 0.12
-    h100 = load_gpu("h100")
-    assert h100.dram_gbps * 1e3 / 1980 < chip < h100.l2_gbps * 1e3 / 1980
+    gpu = load_gpu(folder.name)
+    assert gpu.dram_gbps * 1e3 / 1980 < chip < gpu.l2_gbps * 1e3 / 1980
 
 
 def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
@@ -82,10 +92,12 @@ def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
     assert model["issue_weight"] == {"gemm": 2.0} and model["gemm_neighbour_stretch"] == {"input_transform": 0.2}
 
 
-def test_a_gpu_without_its_own_trace_sample_borrows_another(tmp_path):
-    assert default_sample(CALIBRATION_RAW, "h200") == CALIBRATION_RAW / "h100_trace_sample.npz"
-    assert default_sample(CALIBRATION_RAW, "h100") == CALIBRATION_RAW / "h100_trace_sample.npz"
+def test_each_gpu_takes_its_own_trace_sample_and_one_without_borrows_another(tmp_path):
+    for gpu in ("h100", "h200"):
+        assert default_sample(CALIBRATION_RAW, gpu) == CALIBRATION_RAW / f"{gpu}_trace_sample.npz"
     assert default_sample(tmp_path, "h200") == tmp_path / "h200_trace_sample.npz"  # none there: the error names it
+    (tmp_path / "h100_trace_sample.npz").write_bytes(b"")
+    assert default_sample(tmp_path, "h200") == tmp_path / "h100_trace_sample.npz"
 
 
 def test_resident_fit_without_its_traces_is_one_line(tmp_path, capsys, h200_trace):
