@@ -110,6 +110,13 @@ class GPUSpec:
         "its serial-step latency leaves the SM to the others), or 'resident', every block working on the SM "
         "until it ends (per-block traces: a GEMM block's work grows as a + b x the GEMM blocks working beside "
         "it, docs/calibration-analysis.md, session 7)", "jobs")
+    write_back: Literal["blocking", "detached"] = _f(
+        "what a block's stores cost it: 'blocking', the DRAM traffic of writing its output back is one of the "
+        "block's own jobs, so the block lives until those bytes have had their share of DRAM; 'detached', the "
+        "traffic still takes its share of DRAM but the block does not wait for it (a store retires into L2, "
+        "which writes it back later): per-block traces show fused filter transforms, which write four times "
+        "what they read, ending in half the time 'blocking' gives them (docs/calibration-analysis.md, session 11)",
+        "blocking")
     issue_weight: dict[OpName, float_in(0.0, 1e6, above=True)] = _f(
         "per task type, its weight in sharing an SM's FP32 issue with blocks of other types: a block gets its "
         "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "

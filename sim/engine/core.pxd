@@ -25,7 +25,8 @@ cdef class _Machine:
     cdef public const int8_t[:] op
     cdef public double[:] t_dispatch, t_start, t_ready, t_end, dram_bytes
     cdef public Py_ssize_t kernel_index, done_total, base, size, next, done_in_kernel, launched_blocks, threads
-    cdef public bint check, spins
+    cdef public bint check, spins, detached
+    cdef public Py_ssize_t nblocks
 
     @cython.locals(nxt=Py_ssize_t, size=Py_ssize_t, t=double, sm=int, b=Py_ssize_t, launched=Py_ssize_t)
     cpdef pump(self, double now)
@@ -37,6 +38,8 @@ cdef class _Machine:
 
     @cython.locals(dram=double)
     cpdef work(self, double now, Py_ssize_t b)
+
+    cpdef double _write_back(self, double now, Py_ssize_t b, double dram)
 
     @cython.locals(wait=double)
     cpdef jobs_done(self, double now, Py_ssize_t b)

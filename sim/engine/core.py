@@ -136,6 +136,7 @@ class _Machine:
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
+        self.detached, self.nblocks = gpu.write_back == "detached", len(cols)
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
@@ -240,6 +241,7 @@ class _Machine:
         self.t_ready[b] = now
         dram = self.l2_read(self.order[b]) + self.written[b]
         self.dram_bytes[b] = dram
+        dram = self._write_back(now, b, dram) if self.detached and self.written[b] else dram
         if dram:
             self.pending[b] = 3
             self.dram_submit(now, dram * self.scale[b] * self.dram_cost[self.op[b]], b)
@@ -247,6 +249,13 @@ class _Machine:
             self.pending[b] = 2
         self.l2_submit(now, self.moved[b], b)
         self.fp_submit[self.sm[b]](now, self.fp[b], b)
+
+    def _write_back(self, now: float, b: int, dram: float) -> float:
+        """`write_back = "detached"`: the write-back is a DRAM job of its own (slot nblocks + b of `pending`, set
+        to 2 so its end calls nothing); the block waits only for its misses."""
+        self.pending[self.nblocks + b] = 2
+        self.dram_submit(now, self.written[b] * self.scale[b] * self.dram_cost[self.op[b]], self.nblocks + b)
+        return dram - self.written[b]
 
     def jobs_done(self, now: float, b: int) -> None:
         """The block's last job finished: it waits out its floor, then its added latency."""
@@ -337,9 +346,8 @@ class _Machine:
 class _StretchedMachine(_Machine):
     """The machine with `GPUSpec.gemm_neighbour_stretch`: a block of a stretched type takes 1 + its factor x f
     as long, f the fraction of its jobs' time a GEMM block worked on its SM (`megasim.engine.neighbours`), or
-    whether one works there as they end, for jobs that took no time.
-    A subclass, so the default path pays nothing for it; a compiled one (`core.pxd`), because the calibrated
-    profiles use it: as a Python subclass it halved the engine's speed on them."""
+    whether one works there as they end, for jobs that took no time. A subclass, so the default path pays
+    nothing for it; compiled (`core.pxd`): as Python it halved the engine's speed on the calibrated profiles."""
 
     def __init__(self, graph, gpu, kernels, *args):
         _Machine.__init__(self, graph, gpu, kernels, *args)
