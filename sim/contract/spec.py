@@ -117,6 +117,10 @@ class GPUSpec:
         "which writes it back later): per-block traces show fused filter transforms, which write four times "
         "what they read, ending in half the time 'blocking' gives them (docs/calibration-analysis.md, session 11)",
         "blocking")
+    dirty_l2_fraction: float_in(0.0, 1.0) = _f(
+        "with write_back 'detached': the share of the usable L2 that stores not yet written back to DRAM may "
+        "fill; a block whose write-back would go past it waits for it, as under 'blocking' "
+        "(megasim.engine.write_back)", 1.0)
     issue_weight: dict[OpName, float_in(0.0, 1e6, above=True)] = _f(
         "per task type, its weight in sharing an SM's FP32 issue with blocks of other types: a block gets its "
         "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "

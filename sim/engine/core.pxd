@@ -13,7 +13,7 @@ cdef int _NO_COUNTER, _GEMM
 
 cdef class _Machine:
     cdef public object env, clock, call_later, gpu, graph, kernels, policy_name, policy_options
-    cdef public object l2, l2_read, l2_write, blocks, policy, queue, dram_submit, l2_submit, fp_release
+    cdef public object l2, l2_read, l2_write, blocks, policy, queue, dram_submit, l2_submit, fp_release, write_back
     cdef public const int32_t[:] waits, signals
     cdef public list remaining, dram_cost, spans, fp_submit
     cdef public dict waiters
@@ -25,8 +25,7 @@ cdef class _Machine:
     cdef public const int8_t[:] op
     cdef public double[:] t_dispatch, t_start, t_ready, t_end, dram_bytes
     cdef public Py_ssize_t kernel_index, done_total, base, size, next, done_in_kernel, launched_blocks, threads
-    cdef public bint check, spins, detached
-    cdef public Py_ssize_t nblocks
+    cdef public bint check, spins
 
     @cython.locals(nxt=Py_ssize_t, size=Py_ssize_t, t=double, sm=int, b=Py_ssize_t, launched=Py_ssize_t)
     cpdef pump(self, double now)
@@ -38,8 +37,6 @@ cdef class _Machine:
 
     @cython.locals(dram=double)
     cpdef work(self, double now, Py_ssize_t b)
-
-    cpdef double _write_back(self, double now, Py_ssize_t b, double dram)
 
     @cython.locals(wait=double)
     cpdef jobs_done(self, double now, Py_ssize_t b)

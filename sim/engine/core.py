@@ -71,6 +71,7 @@ from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
 from megasim.engine.ready_fifo import QueueState
 from megasim.engine.weighted_psqueue import WeightedPSQueue
+from megasim.engine.write_back import DetachedWriteBack
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
@@ -136,7 +137,8 @@ class _Machine:
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
-        self.detached, self.nblocks = gpu.write_back == "detached", len(cols)
+        self.write_back = (DetachedWriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.l2_usable_fraction *
+                                             gpu.dirty_l2_fraction) if gpu.write_back == "detached" else None)
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
@@ -158,7 +160,9 @@ class _Machine:
         self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
-        queue = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending, self.jobs_done)
+        queue = (self.write_back.queue_for(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.jobs_done)
+                 if self.write_back else PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending,
+                                                 self.jobs_done))
         self.dram_submit = queue.submit
         self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         fp_cap = 2.0 * kern.resources.threads
@@ -241,7 +245,7 @@ class _Machine:
         self.t_ready[b] = now
         dram = self.l2_read(self.order[b]) + self.written[b]
         self.dram_bytes[b] = dram
-        dram = self._write_back(now, b, dram) if self.detached and self.written[b] else dram
+        dram = self.write_back.detach(now, b, dram) if self.write_back else dram
         if dram:
             self.pending[b] = 3
             self.dram_submit(now, dram * self.scale[b] * self.dram_cost[self.op[b]], b)
@@ -249,13 +253,6 @@ class _Machine:
             self.pending[b] = 2
         self.l2_submit(now, self.moved[b], b)
         self.fp_submit[self.sm[b]](now, self.fp[b], b)
-
-    def _write_back(self, now: float, b: int, dram: float) -> float:
-        """`write_back = "detached"`: the write-back is a DRAM job of its own (slot nblocks + b of `pending`, set
-        to 2 so its end calls nothing); the block waits only for its misses."""
-        self.pending[self.nblocks + b] = 2
-        self.dram_submit(now, self.written[b] * self.scale[b] * self.dram_cost[self.op[b]], self.nblocks + b)
-        return dram - self.written[b]
 
     def jobs_done(self, now: float, b: int) -> None:
         """The block's last job finished: it waits out its floor, then its added latency."""

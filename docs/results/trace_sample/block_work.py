@@ -18,6 +18,7 @@ import numpy as np
 
 from megasim.app.calibrate.predict import graph_of, mapping_of
 from megasim.app.calibrate.profile import load_profile
+from megasim.app.calibrate.replay_check import RUN_KEYS
 from megasim.app.calibrate.trace_law import load_sample
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
@@ -25,7 +26,6 @@ from megasim.contract.problem import OP_NAMES, Op
 from megasim.engine.interpreter import SimpyInterpreter
 
 RAW = Path(__file__).resolve().parents[3] / "scenarios" / "calibrations" / "raw"
-RUN_KEYS = ("layer", "variant", "partition", "strategy", "params", "mode")
 
 
 def medians(rec) -> dict:

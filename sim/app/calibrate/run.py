@@ -11,6 +11,7 @@ from pathlib import Path
 
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
+from megasim.app.calibrate.replay_check import validate_replay
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
@@ -237,6 +238,8 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
     if corpus and corpus_path.exists():
         extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
+    if same_gpu:
+        extra += validate_replay(spec, gpu, Path(measurements).parent, out, log, progress)
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     if micro is not None:
         extra += _dispatch_section(micro, spec)

@@ -1,0 +1,57 @@
+"""`GPUSpec.write_back = "detached"`: stores that retire into L2 and are written back to DRAM behind the block.
+
+A real block's store completes when L2 has it; L2 writes the dirty line back to DRAM later, so the block does not
+wait for its own write-back. It does wait once L2 holds as many unwritten bytes as it can take: then a store
+needs a line that must first be written back. So a block's write-back is a DRAM job of its own, sharing the
+DRAM with every other job, while the dirty bytes in flight stay within `dirty_l2_fraction` of the usable L2;
+past that, the block's write-back is one of its own jobs again, as under "blocking". A megakernel, which
+spreads its stores between compute, keeps few bytes dirty and its blocks are freed; a non-fused transform
+kernel, streaming its whole output, fills the budget and waits as before (docs/calibration-analysis.md,
+session 11).
+
+One DRAM queue serves the whole run here, so write-backs still in flight when a kernel ends keep sharing the
+DRAM with the next kernel's jobs instead of draining beside them at full rate.
+"""
+from __future__ import annotations
+
+from megasim.engine.psqueue import PSQueue
+
+
+class DetachedWriteBack:
+    """The run's DRAM queue and the dirty bytes in flight; block b's write-back is job `nblocks + b`."""
+
+    __slots__ = ("cols", "dram_cost", "budget", "dirty", "queue", "blocks_done")
+
+    def __init__(self, cols, dram_cost: list, budget: float):
+        self.cols, self.dram_cost, self.budget = cols, dram_cost, budget
+        self.dirty = 0.0
+        self.queue = None
+        self.blocks_done = None
+
+    def queue_for(self, clock, capacity: float, job_cap: float, done) -> PSQueue:
+        """The DRAM queue for the next kernel: the run's one queue, with that kernel's per-block cap."""
+        if self.queue is None:
+            self.queue = PSQueue(clock, capacity, job_cap, self.cols.pending, self.done)
+        else:
+            self.queue.job_cap = min(job_cap, capacity)
+        self.blocks_done = done
+        return self.queue
+
+    def done(self, now: float, job: int) -> None:
+        n = len(self.cols)
+        if job >= n:
+            self.dirty -= self.cols.written[job - n]
+        else:
+            self.blocks_done(now, job)
+
+    def detach(self, now: float, b: int, dram: float) -> float:
+        """Block b's DRAM bytes (misses and write-back) less the write-back it leaves behind, if the budget has room."""
+        cols = self.cols
+        written = cols.written[b]
+        if not written or self.dirty + written > self.budget:
+            return dram
+        self.dirty += written
+        n = len(cols)
+        cols.pending[n + b] = 1
+        self.queue.submit(now, written * cols.scale[b] * self.dram_cost[cols.op[b]], n + b)
+        return dram - written
