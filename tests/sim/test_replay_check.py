@@ -45,3 +45,13 @@ def test_a_gpu_without_its_own_sample_gets_no_replay_section(tmp_path):
     spec = load_profile(profile_path("h200")).apply(load_gpu("h200"))
     assert validate_replay(spec, "h200", tmp_path, tmp_path, print, shown=False) == []
     assert not (tmp_path / "results").exists()
+
+
+def test_each_sample_carries_the_untraced_time_of_every_case(gpu):
+    """`<gpu>_trace_sample_summary.json` is run_device.py's summary: one row per case of the packed sample."""
+    from megasim.app.calibrate.trace_law import load_sample
+    sample, times = sample_paths(CALIBRATION_RAW, gpu)
+    rows = json.loads(times.read_text())
+    meta, _ = load_sample(sample)
+    assert sorted(r["case"] for r in rows) == sorted(meta) and len(rows) == 36
+    assert all(r["fused_untraced_us"] > 0 and r["p10_us"] <= r["fused_untraced_us"] <= r["p90_us"] for r in rows)
