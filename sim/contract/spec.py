@@ -110,16 +110,19 @@ class GPUSpec:
         "its serial-step latency leaves the SM to the others), or 'resident', every block working on the SM "
         "until it ends (per-block traces: a GEMM block's work grows as a + b x the GEMM blocks working beside "
         "it, docs/calibration-analysis.md, session 7)", "jobs")
-    write_back: Literal["blocking", "detached"] = _f(
+    write_back: Literal["blocking", "detached", "absorbed"] = _f(
         "what a block's stores cost it: 'blocking', the DRAM traffic of writing its output back is one of the "
         "block's own jobs, so the block lives until those bytes have had their share of DRAM; 'detached', the "
         "traffic still takes its share of DRAM but the block does not wait for it (a store retires into L2, "
         "which writes it back later): per-block traces show fused filter transforms, which write four times "
-        "what they read, ending in half the time 'blocking' gives them (docs/calibration-analysis.md, session 11)",
+        "what they read, ending in half the time 'blocking' gives them (docs/calibration-analysis.md, session 11); "
+        "'absorbed', L2 keeps the dirty bytes without writing them back until they fill dirty_l2_fraction of it, "
+        "and past that every store waits for the write-back of as many bytes (Nsight Compute: a kernel writing "
+        "under about 25 MB writes none of it back before it ends, docs/results/write_traffic_h200)",
         "blocking")
     dirty_l2_fraction: float_in(0.0, 1.0) = _f(
-        "with write_back 'detached': the share of the usable L2 that stores not yet written back to DRAM may "
-        "fill; a block whose write-back would go past it waits for it, as under 'blocking' "
+        "with write_back 'detached' or 'absorbed': the share of the usable L2 that stores not yet written back to "
+        "DRAM may fill; a block whose write-back would go past it waits for it, as under 'blocking' "
         "(megasim.engine.write_back)", 1.0)
     issue_weight: dict[OpName, float_in(0.0, 1e6, above=True)] = _f(
         "per task type, its weight in sharing an SM's FP32 issue with blocks of other types: a block gets its "

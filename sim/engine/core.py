@@ -138,7 +138,8 @@ class _Machine:
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
         self.write_back = (DetachedWriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.l2_usable_fraction *
-                                             gpu.dirty_l2_fraction) if gpu.write_back == "detached" else None)
+                                             gpu.dirty_l2_fraction, gpu.write_back == "absorbed")
+                           if gpu.write_back != "blocking" else None)
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0
