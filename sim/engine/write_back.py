@@ -23,9 +23,11 @@ class DetachedWriteBack:
 
     __slots__ = ("cols", "dram_cost", "budget", "dirty", "queue", "blocks_done", "absorbed")
 
-    def __init__(self, cols, dram_cost: list, budget: float, absorbed: bool = False):
+    def __init__(self, cols, dram_cost: list, budget: float, absorbed: bool = False, preceding_writes: float = 0.0):
+        """An absorbing L2 starts as full as the stores of the launches before the run left it (a non-fused
+        kernel simulated alone, as the fit does, finds its predecessors' output dirty in L2)."""
         self.cols, self.dram_cost, self.budget, self.absorbed = cols, dram_cost, budget, absorbed
-        self.dirty = 0.0
+        self.dirty = min(budget, preceding_writes) if absorbed else 0.0
         self.queue = None
         self.blocks_done = None
 
