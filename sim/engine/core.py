@@ -139,8 +139,8 @@ class _Machine:
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
-        self.write_back = (DetachedWriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.l2_usable_fraction *
-                                             gpu.dirty_l2_fraction, gpu.write_back == "absorbed",
+        self.write_back = (DetachedWriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
+                                             gpu.write_back == "absorbed",
                                              kernels[0].preceding_writes) if gpu.write_back != "blocking" else None)
         self.spans = []
         self.kernel_index = -1

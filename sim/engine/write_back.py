@@ -3,7 +3,7 @@
 A real block's store completes when L2 has it; L2 writes the dirty line back to DRAM later, so the block does not
 wait for its own write-back. It does wait once L2 holds as many unwritten bytes as it can take: then a store
 needs a line that must first be written back. So a block's write-back is a DRAM job of its own, sharing the
-DRAM with every other job, while the dirty bytes in flight stay within `dirty_l2_fraction` of the usable L2;
+DRAM with every other job, while the dirty bytes in flight stay within `dirty_l2_fraction` of the L2;
 past that, the block's write-back is one of its own jobs again, as under "blocking". A megakernel, which
 spreads its stores between compute, keeps few bytes dirty and its blocks are freed; a non-fused transform
 kernel, streaming its whole output, fills the budget and waits as before (docs/calibration-analysis.md,
