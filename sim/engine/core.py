@@ -71,7 +71,7 @@ from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
 from megasim.engine.ready_fifo import QueueState
 from megasim.engine.weighted_psqueue import WeightedPSQueue
-from megasim.engine.write_back import DetachedWriteBack
+from megasim.engine.write_back import WriteBack
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
@@ -139,9 +139,9 @@ class _Machine:
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
-        self.write_back = (DetachedWriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
-                                             gpu.write_back == "absorbed",
-                                             kernels[0].preceding_writes) if gpu.write_back != "blocking" else None)
+        self.write_back = (WriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
+                                     gpu.write_back == "absorbed", kernels[0].preceding_writes)
+                           if gpu.write_back != "blocking" else None)
         self.spans = []
         self.kernel_index = -1
         self.done_total = 0

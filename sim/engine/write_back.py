@@ -2,12 +2,16 @@
 
 A real block's store completes when L2 has it; L2 writes the dirty line back to DRAM later, so the block does not
 wait for its own write-back. It does wait once L2 holds as many unwritten bytes as it can take: then a store
-needs a line that must first be written back. So a block's write-back is a DRAM job of its own, sharing the
-DRAM with every other job, while the dirty bytes in flight stay within `dirty_l2_fraction` of the L2;
-past that, the block's write-back is one of its own jobs again, as under "blocking". A megakernel, which
-spreads its stores between compute, keeps few bytes dirty and its blocks are freed; a non-fused transform
-kernel, streaming its whole output, fills the budget and waits as before (docs/calibration-analysis.md,
-session 11).
+needs a line that must first be written back. Both forms keep the dirty bytes within `dirty_l2_fraction` of
+the L2 and, past that, make a block's write-back one of its own jobs again, as under "blocking". Below it:
+
+- "detached": the write-back is a DRAM job of its own, sharing the DRAM with every other job at once, and its
+  bytes leave the budget when it is done (session 11, finding 5);
+- "absorbed": the write-back does not happen during the run at all, as Nsight Compute shows for a kernel that
+  writes less than about 25 MB on the H200 (docs/results/write_traffic_h200; finding 7), so the budget only fills.
+
+A megakernel, which spreads its stores between compute, keeps few bytes dirty and its blocks are freed; a
+non-fused transform kernel, streaming its whole output, fills the budget and waits as before.
 
 One DRAM queue serves the whole run here, so write-backs still in flight when a kernel ends keep sharing the
 DRAM with the next kernel's jobs instead of draining beside them at full rate.
@@ -17,9 +21,8 @@ from __future__ import annotations
 from megasim.engine.psqueue import PSQueue
 
 
-class DetachedWriteBack:
-    """The run's DRAM queue and the dirty bytes in flight; block b's write-back is job `nblocks + b`.
-    With `absorbed`, `write_back = "absorbed"`: see `detach`."""
+class WriteBack:
+    """The run's DRAM queue and the dirty bytes; under "detached" block b's write-back is DRAM job `nblocks + b`."""
 
     __slots__ = ("cols", "dram_cost", "budget", "dirty", "queue", "blocks_done", "absorbed")
 

@@ -1,5 +1,6 @@
 """`GPUSpec.write_back`: whether a block waits for the DRAM traffic of its own stores ("blocking", every committed
-profile) or leaves it to the DRAM queue and ends without it ("detached", session 11's study)."""
+profile), leaves it to the DRAM queue and ends without it ("detached"), or leaves it dirty in L2 ("absorbed");
+session 11's studies (docs/calibration-analysis.md, findings 5 and 7)."""
 import dataclasses
 
 import numpy as np
