@@ -43,7 +43,7 @@ def test_the_committed_replays_are_what_the_model_gives_today(gpu):
 
 def test_a_gpu_without_its_own_sample_gets_no_replay_section(tmp_path):
     spec = load_profile(profile_path("h200")).apply(load_gpu("h200"))
-    assert validate_replay(spec, "h200", tmp_path, tmp_path, print, shown=False) == []
+    assert validate_replay(spec, "h200", tmp_path, tmp_path, print, shown=False) == ([], None)
     assert not (tmp_path / "results").exists()
 
 

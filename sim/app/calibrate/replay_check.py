@@ -99,17 +99,18 @@ def replay_section(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def validate_replay(spec, gpu: str, raw, out: Path, log, shown: bool = True) -> list[str]:
-    """`megasim validate`'s replay section, and `results/calibration/replay_<gpu>.json` under `out`; nothing where
-    the GPU has no trace sample and times of its own."""
+def validate_replay(spec, gpu: str, raw, out: Path, log, shown: bool = True) -> tuple[list[str], dict | None]:
+    """`megasim validate`'s replay section and its summary, and `results/calibration/replay_<gpu>.json` under
+    `out`; nothing where the GPU has no trace sample and times of its own."""
     sample, times = sample_paths(raw, gpu)
     if not (sample.exists() and times.exists()):
-        return []
+        return [], None
     rows = replay_rows(spec, sample, times, shown=shown)
+    summary = replay_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"replay_{gpu}.json") as tmp:
-        tmp.write_text(json.dumps({"sample": sample.name, "summary": replay_summary(rows), "rows": rows}, indent=1))
+        tmp.write_text(json.dumps({"sample": sample.name, "summary": summary, "rows": rows}, indent=1))
     log(f"replayed {len(rows)} traced placements")
-    return replay_section(rows)
+    return replay_section(rows), summary
 
 
 __all__ = ["TARGET", "replay_rows", "replay_section", "replay_summary", "sample_paths", "validate_replay"]

@@ -238,8 +238,8 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
     if corpus and corpus_path.exists():
         extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
-    if same_gpu:
-        extra += validate_replay(spec, gpu, Path(measurements).parent, out, log, progress)
+    replay, replayed = validate_replay(spec, gpu, Path(measurements).parent, out, log, progress) if same_gpu else ([], None)
+    extra += replay
     extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
     if micro is not None:
         extra += _dispatch_section(micro, spec)
@@ -253,7 +253,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
                  extra)
     log(f"wrote {report_path}")
-    return summary
+    return {**summary, "replay": replayed} if replayed else summary
 
 
 def _link(figure: Path, report: Path) -> str:
