@@ -30,11 +30,12 @@ def main(folder: Path) -> int:
     cases = json.loads((folder / "cases.json").read_text())
     launches = kernels(folder)
     assert len(launches) == len(KERNELS) * len(cases), len(launches)
-    lines = ["# DRAM write traffic: the megakernel and the non-fused kernels (H200, Nsight Compute)", "",
+    gpu = "H100" if folder.name == "h100" else "H200"
+    lines = [f"# DRAM write traffic: the megakernel and the non-fused kernels ({gpu}, Nsight Compute)", "",
              "Per launch: time, DRAM bytes written and read (`dram__bytes_write.sum`, `dram__bytes_read.sum`), DRAM "
              "throughput as a share of its sustained peak, and the bytes the task graph's blocks write (what the "
              "simulator charges as write-back). `python docs/results/write_traffic_h200/analyse.py "
-             "docs/results/write_traffic_h200`.", "",
+             f"{folder.as_posix()}`.", "",
              "| case | kernel | us | DRAM written MB | graph writes MB | written / graph | DRAM read MB | DRAM % of peak |",
              "|---|---|---|---|---|---|---|---|"]
     for i, case in enumerate(cases):

@@ -1,6 +1,6 @@
 """Launch each case's megakernel and its four non-fused kernels once, for Nsight Compute to measure (run.sh).
 
-    python docs/results/write_traffic_h200/launch.py OUT     # on the device, under ncu (run.sh)
+    python docs/results/write_traffic_h200/launch.py OUT [GPU]     # on the device, under ncu (run.sh; GPU h200)
 
 Writes `cases.json` in OUT: per case, the order its kernels were launched in and, from the task graph, the bytes
 each stage writes and reads (what the simulator charges), for `analyse.py` to set against ncu's DRAM counters.
@@ -13,16 +13,16 @@ CASES = [("VGG-1", {}), ("ResNet-1", {}), ("ResNet-1", {"dig": 128}), ("YOLOv3-1
          ("gen-n32c24h100w100k32-f4", {}), ("gen-n2c192h127w127k3-f4", {}), ("gen-n64c256h17w17k24-f4", {})]
 
 
-def layer_of(name):
+def layer_of(name, gpu: str = "h200"):
     from megasim.app.calibrate.corpus import generate
     from megasim.app.catalog import load_layer
     if not name.startswith("gen-"):
         return load_layer(name), 4
-    shape = {s.layer.name: s for s in generate(150, "h200")}[name]
+    shape = {s.layer.name: s for s in generate(150, gpu)}[name]
     return shape.layer, shape.variant
 
 
-def main(out: Path) -> int:
+def main(out: Path, gpu: str = "h200") -> int:
     from megasim.app.catalog import partition_for
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make
@@ -34,8 +34,8 @@ def main(out: Path) -> int:
     cp = require_cupy()
     rows = []
     for name, params in CASES:
-        layer, m = layer_of(name)
-        graph = build_graph(layer, WinogradVariant(m), partition_for(layer, "h200"))
+        layer, m = layer_of(name, gpu)
+        graph = build_graph(layer, WinogradVariant(m), partition_for(layer, gpu))
         mapping = make(graph, "paper", **params)
         ws = Workspace(graph)
         fused, nonfused = FusedConv(graph, mapping, workspace=ws), NonFusedConv(graph, workspace=ws)
@@ -54,4 +54,4 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), *sys.argv[2:3]))
