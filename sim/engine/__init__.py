@@ -3,8 +3,6 @@ from megasim.engine import compiled
 
 COMPILED = compiled.load()  # first: compiled or pure-Python hot modules
 
-import numpy as np
-
 from megasim.engine.core import Kernel, RawRun, run_kernels
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import Flavor, megakernel_resources, stage_resources
@@ -27,10 +25,8 @@ def fused_kernels(graph, mapping, mode: str = "static"):
 def nonfused_kernels(graph):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
     flavor = Flavor.of_graph(graph)
-    written = graph.bytes_per_task()[1]
-    before = np.cumsum([0.0] + [float(written[graph.op == op].sum()) for op in Op])
     return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op],
-                   preceding_writes=before[i]) for i, op in enumerate(Op)]
+                   preceding_ops=tuple(Op)[:i]) for i, op in enumerate(Op)]
 
 
 __all__ = ["COMPILED", "Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

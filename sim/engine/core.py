@@ -89,7 +89,7 @@ class Kernel:
     """One launch: tasks in logical order, one block footprint, and whether blocks poll counters.
 
     `preceding_launches` tiny launches go first (the megakernel's counter reset), each one launch gap.
-    `preceding_writes`: bytes its sequence's earlier launches stored (dirty in an absorbing L2: `write_back`).
+    `preceding_ops`: the stages its sequence launched before it (their stores are dirty in an absorbing L2).
     A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
@@ -100,7 +100,7 @@ class Kernel:
     check_deps: bool
     name: str = "kernel"
     preceding_launches: int = 0
-    preceding_writes: float = 0.0
+    preceding_ops: tuple = ()
     persistent: bool = False
     ready: ReadyQueue | None = None
 
@@ -140,7 +140,7 @@ class _Machine:
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
         self.write_back = (WriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
-                                     gpu.write_back == "absorbed", kernels[0].preceding_writes)
+                                     gpu.write_back == "absorbed", graph, kernels[0].preceding_ops)
                            if gpu.write_back != "blocking" else None)
         self.spans = []
         self.kernel_index = -1

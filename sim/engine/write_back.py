@@ -26,11 +26,15 @@ class WriteBack:
 
     __slots__ = ("cols", "dram_cost", "budget", "dirty", "queue", "blocks_done", "absorbed")
 
-    def __init__(self, cols, dram_cost: list, budget: float, absorbed: bool = False, preceding_writes: float = 0.0):
-        """An absorbing L2 starts as full as the stores of the launches before the run left it (a non-fused
-        kernel simulated alone, as the fit does, finds its predecessors' output dirty in L2)."""
+    def __init__(self, cols, dram_cost: list, budget: float, absorbed: bool = False, graph=None, preceding_ops=()):
+        """An absorbing L2 starts as full as the stores of `preceding_ops`, the stages launched before the run,
+        left it (a non-fused kernel simulated alone, as the fit does, finds its predecessors' output dirty in L2).
+        Only this form reads the graph's bytes, so the default "blocking" run pays nothing for it."""
         self.cols, self.dram_cost, self.budget, self.absorbed = cols, dram_cost, budget, absorbed
-        self.dirty = min(budget, preceding_writes) if absorbed else 0.0
+        self.dirty = 0.0
+        if absorbed and preceding_ops:
+            written = graph.bytes_per_task()[1]
+            self.dirty = min(budget, sum(float(written[graph.op == op].sum()) for op in preceding_ops))
         self.queue = None
         self.blocks_done = None
 
