@@ -1,9 +1,7 @@
 set -u
 OUT=$1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-rm -rf /tmp/site/megasim
-python3 -c "import sys; from pathlib import Path; sys.path.insert(0, 'tests'); from test_layering import installed_layout; installed_layout(Path('/tmp/site'))" || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy_cache
+source .ci/device_site.sh || exit 1
+export CUPY_CACHE_DIR=/tmp/cupy_cache
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/nvsmi.txt
 timeout 60 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_kernels.py -k "graphed or bitwise" 2>&1 | tail -3 | tee $OUT/pytest.txt
 timeout 260 python3 docs/results/kernel_graph_times_h200/measure.py $OUT/kgt h200 15 200 2>&1 | tee $OUT/kgt.log | grep -v "^\[[0-9]" | tail -5

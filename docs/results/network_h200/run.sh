@@ -1,17 +1,13 @@
 #!/usr/bin/env bash
 # megasim bench --network on a device machine, beside megasim simulate --network of the same networks.
 #     bash docs/results/network_h200/run.sh OUT [NETWORK...]       (default: resnet34 resnet50 vgg16)
-# Carried wheels (.whl/) go to /tmp/site as .ci/gpu lays them out. Each network's bench is time-boxed so the
+# Carried wheels (.whl/) go to /tmp/site as .ci/device_site.sh lays them out. Each network's bench is time-boxed so the
 # call stays under the device's 600 s; what finished is in OUT.
 OUT=${1:?usage: run.sh OUT [NETWORK...]}; shift
 NETS=${*:-resnet34 resnet50 vgg16}
 cd "$(dirname "$0")/../../.."
-SITE=/tmp/site
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl || exit 1
-rm -rf "$SITE/megasim"
-python3 -c "import sys; from pathlib import Path; sys.path.insert(0, 'tests'); \
-from test_layering import installed_layout; installed_layout(Path('$SITE'))" || exit 1
-export PYTHONPATH="$SITE" PYTHONUNBUFFERED=1 CUPY_CACHE_DIR=/tmp/cupy_cache
+source .ci/device_site.sh || exit 1
+export CUPY_CACHE_DIR=/tmp/cupy_cache
 mkdir -p "$OUT"
 for net in $NETS; do
     python3 -m megasim.app.cli simulate --network "$net" --gpu h200 --json > "$OUT/simulate_$net.json" 2> "$OUT/simulate_$net.err"

@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # The device call (kind nvidia-h200, carry .whl; a second argument, h100, for an H100): megasim laid out as installed, then launch.py under Nsight Compute.
 set -uo pipefail
-export SITE=/tmp/site
-mkdir -p $SITE
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SITE .whl/*.whl || exit 1
-python3 -c "import sys; from pathlib import Path; sys.path.insert(0, 'tests'); \
-from test_layering import installed_layout; installed_layout(Path('$SITE'))" || exit 1
-export PYTHONPATH=$SITE PYTHONUNBUFFERED=1
+source .ci/device_site.sh || exit 1
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee "$1/nvidia_smi.txt"
 ncu --clock-control none -k regex:ms_ --csv --metrics \
   gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_write.sum \
