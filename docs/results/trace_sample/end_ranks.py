@@ -18,13 +18,12 @@ import numpy as np
 from megasim.app.calibrate.end_order import end_ranks
 from megasim.app.calibrate.predict import graph_of
 from megasim.app.calibrate.profile import load_profile
+from megasim.app.calibrate.replay_check import RUN_KEYS
 from megasim.app.calibrate.trace_law import load_sample
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.problem import Op
 from megasim.engine.interpreter import SimpyInterpreter
-
-RUN_KEYS = ("layer", "variant", "partition", "strategy", "params", "mode")
 
 
 def tail_spread(rec, first_wave: int, sm_count: int) -> str:
