@@ -10,8 +10,6 @@ the folder.
 """
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +22,7 @@ from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.engine.interpreter import SimpyInterpreter
+from study_io import folder_and_profile, write_report
 
 RAW = Path(__file__).resolve().parents[3] / "scenarios" / "calibrations" / "raw"
 
@@ -80,14 +79,10 @@ def report(out: list[dict], title: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--profile", default="scenarios/calibrations/h200.toml")
-    args = parser.parse_args()
+    args = folder_and_profile(__doc__)
     out = rows(args.profile, RAW / f"{args.folder.name}_trace_sample.npz")
     text = report(out, f"{args.folder.name}, `{args.profile}`")
-    (args.folder / "block_work.md").write_text(text)
-    (args.folder / "block_work.json").write_text(json.dumps(out, indent=1))
+    write_report(args.folder, "block_work", text, out)
     print("\n".join(text.splitlines()[:14]))
 
 

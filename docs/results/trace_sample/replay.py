@@ -9,13 +9,12 @@ of the GPU's own trace sample replayed on its traced SMs, and under the default 
 """
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.calibrate.replay_check import DISPATCHES, TARGET, replay_rows, replay_summary, sample_paths
 from megasim.app.catalog import load_gpu
+from study_io import folder_and_profile, write_report
 
 RAW = Path(__file__).resolve().parents[3] / "scenarios" / "calibrations" / "raw"
 KINDS = {"replay": "replay (wait for the traced SM)",
@@ -42,16 +41,12 @@ def report(folder: Path, profile_path: str, rows: list[dict]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("folder", type=Path)
-    parser.add_argument("--profile", default="scenarios/calibrations/h200.toml")
-    args = parser.parse_args()
+    args = folder_and_profile(__doc__)
     profile = load_profile(args.profile)
     dispatches = {**DISPATCHES, "replay_any": ("replay", {"when_full": "any"})}
     rows = replay_rows(profile.apply(load_gpu(profile.gpu)), *sample_paths(RAW, args.folder.name), dispatches)
     text = report(args.folder, args.profile, rows)
-    (args.folder / "replay.md").write_text(text)
-    (args.folder / "replay.json").write_text(json.dumps(rows, indent=1))
+    write_report(args.folder, "replay", text, rows)
     print(text)
 
 

@@ -1,4 +1,4 @@
-import json,sys,numpy as np
+import json,sys
 from megasim.app.calibrate.predict import predict_kernel_in_graph
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.catalog import load_gpu

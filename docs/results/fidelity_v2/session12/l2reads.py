@@ -3,7 +3,7 @@ docs/results/write_traffic_h200 (traffic.md: `dram__bytes_read.sum`), at several
 
     python docs/results/fidelity_v2/session12/l2reads.py PROFILE 0.75,0.5,0.3,0.15
 """
-import sys, dataclasses, json
+import sys, dataclasses
 sys.path.insert(0,'docs/results/write_traffic_h200')
 from launch import CASES, layer_of
 from megasim.app.catalog import partition_for, load_gpu

@@ -1,5 +1,5 @@
 """python opwork.py PROFILE: ResNet-1 fused block work summed per SM by task type (H200 trace against PROFILE), and the L2 bytes."""
-import sys, numpy as np
+import sys
 from megasim.app.calibrate.replay_check import RUN_KEYS
 from megasim.app.calibrate.predict import graph_of, mapping_of
 from megasim.app.calibrate.profile import load_profile

@@ -1,4 +1,4 @@
-import sys,numpy as np
+import numpy as np
 from megasim.app.calibrate.trace_law import load_sample
 meta,traces=load_sample('scenarios/calibrations/raw/h200_trace_sample.npz')
 names=['filter','input','gemm','output']
