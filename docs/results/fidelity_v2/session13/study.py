@@ -1,0 +1,23 @@
+"""Session 13's refits: session 12's study.py with one more patch.
+
+    python docs/results/fidelity_v2/session13/study.py OUTDIR [--fused JSON] [session 12 options]
+
+--input-floor FUSED,[STEP]: an input transform's serial steps a floor under its jobs, FUSED times it in the megakernel
+(inputfloor.py); --lone FUSED,OWN: a lone input block's bytes a cycle in the megakernel and in its own kernel, a floor
+(lonefloor.py); --fused: {"input_transform": 1.23}, a task type's work factor inside the megakernel (fusedwork.py).
+"""
+import json, runpy, sys
+from pathlib import Path
+here = Path(__file__).parent
+sys.path.insert(0, str(here))
+argv = sys.argv[1:]
+if "--fused" in argv:
+    i = argv.index("--fused"); import fusedwork; fusedwork.install(json.loads(argv[i + 1])); del argv[i:i + 2]
+if "--input-floor" in argv:
+    i = argv.index("--input-floor"); import inputfloor
+    fused, step = argv[i + 1].split(","); inputfloor.install(float(fused), float(step) if step else None); del argv[i:i + 2]
+if "--lone" in argv:
+    i = argv.index("--lone"); import lonefloor
+    lonefloor.install(*map(float, argv[i + 1].split(","))); del argv[i:i + 2]
+sys.argv = [str(here.parent / "session12" / "study.py"), *argv]
+runpy.run_path(sys.argv[0], run_name="__main__")
