@@ -61,7 +61,8 @@ class GPUSpec:
     dram_latency_cycles: Cycles = _f("load-to-use latency of a DRAM access")
     l2_latency_cycles: Cycles = _f("load-to-use latency of an L2 hit")
     sm_bytes_per_cycle: BytesPerCycle = _f("most bytes one SM moves to and from L2 per cycle")
-    launch_overhead_us: Micros = _f("gap between back-to-back kernel launches")
+    launch_overhead_us: Micros = _f("from a kernel's last block end to the next kernel's dispatch in a sequence "
+                                    "(its first block lands tb_dispatch_latency_cycles later)")
     first_launch_us: Micros = _f("what timing events see of the first launch of a sequence, beyond its blocks' "
                                 "work (event to first block start, last block end to event)", 0.0)
     tb_dispatch_latency_cycles: Cycles = _f("from a slot freeing to the next block running")

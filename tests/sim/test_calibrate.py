@@ -92,6 +92,15 @@ def test_stage1_reads_the_microbenchmarks():
     assert model["l2_usable_fraction"] == pytest.approx(45e6 / spec.l2_bytes, abs=1e-4)
 
 
+def test_stage1_launch_gap_leaves_out_the_dispatch_latency():
+    """The measured in-graph boundary ends at the next kernel's first block start; the engine adds the dispatch
+    latency after its launch gap, so the gap is the boundary less that latency (counted once, not twice)."""
+    hw, _ = hardware_overrides({"fp32": {"clock_mhz": 2000.0}, "launch": {"graph_us": 0.864},
+                                "dispatch_summary": {"latency_cycles": 534.0}}, load_gpu("h200"))
+    assert hw["launch_overhead_us"] == pytest.approx(0.864 - 534 / 2000.0, abs=1e-4)
+    assert hw["tb_dispatch_latency_cycles"] == 534
+
+
 def test_metrics_known_values():
     assert mape([110, 90], [100, 100]) == pytest.approx(0.1)
     assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
