@@ -4,7 +4,7 @@
 
 --input-floor FUSED,[STEP]: an input transform's serial steps a floor under its jobs, FUSED times it in the megakernel
 (inputfloor.py); --lone FUSED,OWN: a lone input block's bytes a cycle in the megakernel and in its own kernel, a floor
-(lonefloor.py); --fused-step DELTA: an input step's extra cycles inside the megakernel (fusedstep.py); --stretch S: the H200's input stretch (trace_law.INPUT_STRETCH); --fused-floor SCALE: a fused input block's floor at SCALE x the lone step (fusedfloor.py); --fused: {"input_transform": 1.23}, a task type's work factor inside the megakernel (fusedwork.py).
+(lonefloor.py); --fused-step DELTA: an input step's extra cycles inside the megakernel (fusedstep.py); --stretch S: the H200's input stretch (trace_law.INPUT_STRETCH); --fused-floor SCALE: a fused input block's floor at SCALE x the lone step (fusedfloor.py); --lone-step SCALE: a lone input block's extra step time in the megakernel, two passes (lonestep.py); --fused: {"input_transform": 1.23}, a task type's work factor inside the megakernel (fusedwork.py).
 """
 import json, runpy, sys
 from pathlib import Path
@@ -26,5 +26,7 @@ if "--stretch" in argv:
     trace_law.INPUT_STRETCH["h200"] = float(argv[i + 1]); del argv[i:i + 2]
 if "--fused-floor" in argv:
     i = argv.index("--fused-floor"); import fusedfloor; fusedfloor.install(float(argv[i + 1])); del argv[i:i + 2]
+if "--lone-step" in argv:
+    i = argv.index("--lone-step"); import lonestep; lonestep.install(float(argv[i + 1])); del argv[i:i + 2]
 sys.argv = [str(here.parent / "session12" / "study.py"), *argv]
 runpy.run_path(sys.argv[0], run_name="__main__")
