@@ -4,18 +4,16 @@ kernel. The H200 trace sample's lone input blocks (nothing else working on their
 cycle in the megakernel (25 cases, 7.1-8.5 on the paper layers) and 9.82 in the non-fused kernel (18 cases)."""
 import megasim.engine.core as core
 
-_run_scale, _Columns = core.run_scale, core.BlockColumns
-_FUSED = {}
+from fusedrun import fused, track
+
+_Columns = core.BlockColumns
 
 
-def install(fused: float, own: float) -> None:
-    def flagged(kernels, gpu, seed):
-        _FUSED["on"] = any(k.check_deps for k in kernels)
-        return _run_scale(kernels, gpu, seed)
+def install(rate_fused: float, own: float) -> None:
+    track()
 
     def columns(order, graph, gpu, scale):
-        rate = fused if _FUSED.get("on") else own
+        rate = rate_fused if fused() else own
         gpu = gpu.with_model(block_bytes_per_cycle={**gpu.block_bytes_per_cycle, "input_transform": rate})
         return _Columns(order, graph, gpu, scale)
-
-    core.run_scale, core.BlockColumns = flagged, columns
+    core.BlockColumns = columns

@@ -15,7 +15,8 @@ if "--fused" in argv:
     i = argv.index("--fused"); import fusedwork; fusedwork.install(json.loads(argv[i + 1])); del argv[i:i + 2]
 if "--input-floor" in argv:
     i = argv.index("--input-floor"); import inputfloor
-    fused, step = argv[i + 1].split(","); inputfloor.install(float(fused), float(step) if step else None); del argv[i:i + 2]
+    fused, _, step = argv[i + 1].partition(","); inputfloor.install(float(fused), float(step) if step else None)
+    del argv[i:i + 2]
 if "--lone" in argv:
     i = argv.index("--lone"); import lonefloor
     lonefloor.install(*map(float, argv[i + 1].split(","))); del argv[i:i + 2]
