@@ -1,0 +1,15 @@
+"""Session 14's refits: session 13's study.py with one more patch.
+
+    python docs/results/fidelity_v2/session14/study.py OUTDIR [--input-law] [session 13 options]
+
+--input-law: the input transform's efficiency and latencies pinned from its per-block trace law (inputlaw.py).
+"""
+import runpy, sys
+from pathlib import Path
+here = Path(__file__).parent
+sys.path.insert(0, str(here))
+argv = sys.argv[1:]
+if "--input-law" in argv:
+    argv.remove("--input-law"); import inputlaw; inputlaw.install()
+sys.argv = [str(here.parent / "session13" / "study.py"), *argv]
+runpy.run_path(sys.argv[0], run_name="__main__")
