@@ -105,3 +105,14 @@ def test_no_regression_on_the_heldout_corpus(gpu):
     fused, nonfused, winners = CORPUS_FLOORS[gpu]
     assert held["fused_mape"] <= fused and held["nonfused_mape"] <= nonfused
     assert held["winner_right"] >= winners
+
+
+REPORTS = {"h200": "calibration.md", "h100": "calibration-h100.md"}
+
+
+def test_target_reach_section_is_what_the_committed_data_says(gpu, committed):
+    """The report's account of what the ranking targets ask is recomputed from the committed predictions."""
+    from megasim.app.calibrate.target_reach import reach_section
+    corpus = json.loads((PREDICTIONS / f"corpus_predictions_{gpu}.json").read_text())["rows"]
+    report = (STUDIES.parent / REPORTS[gpu]).read_text()
+    assert "\n".join(reach_section(committed["rows"], corpus)) in report

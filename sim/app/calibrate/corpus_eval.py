@@ -73,15 +73,16 @@ def corpus_summary(rows: list[dict]) -> dict:
     return out
 
 
-def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log, shown: bool = True) -> list[str]:
-    """The held-out corpus shapes under the profile: their predictions file and the report's section."""
+def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log,
+                    shown: bool = True) -> tuple[list[str], list[dict]]:
+    """The held-out corpus shapes under the profile: their predictions file; the report's section and the rows."""
     from megasim.contract.files import write_then_rename
     rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",), shown=shown)
     summary = corpus_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"corpus": str(corpus_path), "summary": summary, "rows": rows}, indent=1))
     log(f"corpus: {summary['heldout']}")
-    return corpus_section(summary)
+    return corpus_section(summary), rows
 
 
 def corpus_section(summary: dict) -> list[str]:

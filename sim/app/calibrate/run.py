@@ -12,6 +12,7 @@ from pathlib import Path
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.replay_check import validate_replay
+from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
@@ -236,11 +237,14 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
     corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
+    corpus_rows = None
     if corpus and corpus_path.exists():
-        extra += validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
+        lines, corpus_rows = validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
+        extra += lines
     replay, replayed = validate_replay(spec, gpu, Path(measurements).parent, out, log, progress) if same_gpu else ([], None)
     extra += replay
-    extra += _kernel_section(rows) + _winner_margins(rows, summary) + _interval_section(interval) + _profile_section(profile)
+    extra += (_kernel_section(rows) + _winner_margins(rows, summary) + reach_section(rows, corpus_rows)
+              + _interval_section(interval) + _profile_section(profile))
     if micro is not None:
         extra += _dispatch_section(micro, spec)
     from megasim.contract.files import write_then_rename
