@@ -4,6 +4,7 @@
 
 --input-law: the input transform's efficiency and latencies pinned from its per-block trace law (inputlaw.py);
 --race MIX: the megakernel's first-wave tickets in atomic-arrival order (ticketrace.py);
+--cap JSON: {task type: fraction of the SM's FP32 rate one block issues}, the rest water-filled (capped.py);
 --unshared OPS: those task types' FP32 work as latency, not a share of the SM (unshared.py; OPS comma-separated).
 """
 import runpy, sys
@@ -16,6 +17,8 @@ if "--race" in argv:
     i = argv.index("--race"); import ticketrace; ticketrace.install(float(argv[i + 1])); del argv[i:i + 2]
 if "--unshared" in argv:
     i = argv.index("--unshared"); import unshared; unshared.install(tuple(argv[i + 1].split(","))); del argv[i:i + 2]
+if "--cap" in argv:
+    i = argv.index("--cap"); import capped, json as _json; capped.install(_json.loads(argv[i + 1])); del argv[i:i + 2]
 if "--input-law" in argv:
     argv.remove("--input-law"); import inputlaw; inputlaw.install()
 sys.argv = [str(here.parent / "session13" / "study.py"), *argv]
