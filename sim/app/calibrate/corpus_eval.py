@@ -45,14 +45,22 @@ def _mape(pred, meas) -> float:
     return float(np.mean(np.abs(pred / meas - 1))) if len(meas) else float("nan")
 
 
-def _split_summary(rows: list[dict]) -> dict:
+def by_shape(rows: list[dict]) -> dict[str, list]:
     shapes: dict[str, list] = {}
     for r in rows:
         shapes.setdefault(r["shape"], []).append(r)
-    calls = []
-    for runs in shapes.values():
-        best = min(runs, key=lambda r: r["fused_us"])
-        calls.append((best["nonfused_us"] / best["fused_us"] - 1, best["pred_nonfused_us"] / best["pred_fused_us"] - 1))
+    return shapes
+
+
+def fastest_runs(shapes: dict[str, list]) -> list[dict]:
+    """Each shape's run (`by_shape`) under its fastest measured mapping, where the fusion margin is read."""
+    return [min(runs, key=lambda r: r["fused_us"]) for runs in shapes.values()]
+
+
+def _split_summary(rows: list[dict]) -> dict:
+    shapes = by_shape(rows)
+    calls = [(best["nonfused_us"] / best["fused_us"] - 1, best["pred_nonfused_us"] / best["pred_fused_us"] - 1)
+             for best in fastest_runs(shapes)]
     decided = [(m, p) for m, p in calls if abs(m) > DECIDED_MARGIN]
     return {"shapes": len(shapes), "runs": len(rows),
             "fused_mape": _mape([r["pred_fused_us"] for r in rows], [r["fused_us"] for r in rows]),
@@ -102,4 +110,4 @@ def corpus_section(summary: dict) -> list[str]:
     return lines
 
 
-__all__ = ["corpus_section", "corpus_summary", "predict_corpus", "validate_corpus"]
+__all__ = ["by_shape", "corpus_section", "corpus_summary", "fastest_runs", "predict_corpus", "validate_corpus"]

@@ -19,6 +19,14 @@ def mape(pred, meas) -> float:
     return float(np.mean(np.abs(pred - meas) / meas)) if len(meas) else float("nan")
 
 
+def by_layer(rows: list[dict]) -> dict[str, list]:
+    """The runs of each layer."""
+    layers = defaultdict(list)
+    for r in rows:
+        layers[r["layer"]].append(r)
+    return layers
+
+
 def summarise(rows: list[dict]) -> dict:
     """rows: one per measured run, with layer, split, measured and predicted fused/non-fused times."""
     out = {"mape": {}, "spearman": {}, "winner": {}, "regret": {}}
@@ -29,10 +37,7 @@ def summarise(rows: list[dict]) -> dict:
             "nonfused": mape(*zip(*{r["layer"]: (r["pred_nonfused_us"], r["nonfused_us"]) for r in part}.values()))
             if part else float("nan"),
             "runs": len(part)}
-    layers = defaultdict(list)
-    for r in rows:
-        layers[r["layer"]].append(r)
-    for name, runs in sorted(layers.items()):
+    for name, runs in sorted(by_layer(rows).items()):
         if len(runs) >= SPEARMAN_MIN_MAPPINGS:
             out["spearman"][name] = spearman([r["pred_fused_us"] for r in runs], [r["fused_us"] for r in runs])
         pick = min(runs, key=lambda r: r["pred_fused_us"])

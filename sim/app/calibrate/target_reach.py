@@ -10,25 +10,22 @@ functions over the predictions files (seeded), so CI recomputes the report's fig
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from statistics import NormalDist
 
 import numpy as np
 
+from megasim.app.calibrate.corpus_eval import MARGIN_POINTS, by_shape, fastest_runs
+from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS, by_layer
 from megasim.contract.ranking import spearman
 
 SPEARMAN_TARGET = 0.9
-MARGIN_POINTS = 0.03
 MARGIN_SHARE = 0.9
 MAPE_TARGET = 0.06
 ERROR_SDS = (0.005, 0.01, 0.02)
 
 
 def _layers(rows) -> dict:
-    out = defaultdict(list)
-    for r in rows:
-        out[r["layer"]].append(r)
-    return {name: runs for name, runs in sorted(out.items()) if len(runs) >= 10}
+    return {name: runs for name, runs in sorted(by_layer(rows).items()) if len(runs) >= SPEARMAN_MIN_MAPPINGS}
 
 
 def ranking_reach(rows, sds=ERROR_SDS, draws: int = 400, seed: int = 0) -> dict:
@@ -53,10 +50,7 @@ def margin_reach(corpus_rows) -> dict:
     """Under each held-out corpus shape's fastest measured mapping: the spread of the fused and non-fused relative
     errors, their correlation, the 90th percentile of |margin error|, and the sd that independent errors of equal
     size on both sides would need for 90% of margins to land within 3 points."""
-    shapes = defaultdict(list)
-    for r in corpus_rows:
-        shapes[r["shape"]].append(r)
-    best = [min(runs, key=lambda r: r["fused_us"]) for runs in shapes.values()]
+    best = fastest_runs(by_shape(corpus_rows))
     fused = np.array([r["pred_fused_us"] / r["fused_us"] - 1 for r in best])
     nonfused = np.array([r["pred_nonfused_us"] / r["nonfused_us"] - 1 for r in best])
     margin = np.array([r["pred_nonfused_us"] / r["pred_fused_us"] - r["nonfused_us"] / r["fused_us"] for r in best])
