@@ -116,6 +116,28 @@ def sass(source: str, out: Path) -> dict:
     return counts
 
 
+def summary(work) -> dict:
+    return {"median_us": float(np.median(work)), "p10_us": float(np.percentile(work, 10)),
+            "p90_us": float(np.percentile(work, 90))}
+
+
+def megakernel_head(g, ws, x, wts, y, flush, launches: int = 4) -> tuple[list, list]:
+    """The megakernel under D_IG = 128, traced `launches` times (the first discarded): per launch, the work (ready
+    to end, us) and the SM of each of its first 128 input transforms."""
+    fused = FusedConv(g, make(g, "paper", dig=128, dgo=512, m=4), trace=True, workspace=ws)
+    i0 = g.geometry.first_task(Op.INPUT_TRANSFORM)
+    heads, sms = [], []
+    for rep in range(launches):
+        flush.fill(rep)
+        fused.run(x, wts, y)
+        if rep >= 1:
+            rec = fused.trace_records()
+            head = (rec["op"] == Op.INPUT_TRANSFORM) & (rec["task"] - i0 < 128)
+            heads.append(rec["end_us"][head] - rec["ready_us"][head])
+            sms.append(np.asarray(rec["sm"][head], dtype=np.int64))
+    return heads, sms
+
+
 def block_work(fn, grid, args, t, flush, smem=0) -> np.ndarray:
     out = []
     for rep in range(REPS + 2):
@@ -158,8 +180,7 @@ def main(out: Path) -> None:
             fn.preferred_shared_memory_carveout = carveout
         for grid in (128, 264, geo.n_g * geo.s_i):
             work = block_work(fn, grid, args, t, flush, smem)
-            rows[f"{name}/{grid}"] = {"median_us": float(np.median(work)), "p10_us": float(np.percentile(work, 10)),
-                                      "p90_us": float(np.percentile(work, 90))}
+            rows[f"{name}/{grid}"] = summary(work)
             print(f"{name:10s} {grid:4d} blocks: median {np.median(work):6.2f} us", flush=True)
     cnt = cp.zeros(2, dtype=cp.int32)
     spin = mod.get_function("li_spin")
@@ -175,22 +196,10 @@ def main(out: Path) -> None:
                 raw = t.get().reshape(-1, 2)[:128]
                 work.append((raw[:, 1] - raw[:, 0]) / 1000.0)
         work = np.concatenate(work)
-        rows[f"{name}/128"] = {"median_us": float(np.median(work)), "p10_us": float(np.percentile(work, 10)),
-                               "p90_us": float(np.percentile(work, 90))}
+        rows[f"{name}/128"] = summary(work)
         print(f"{name:12s} 128 blocks + 396 spinning: median {np.median(work):6.2f} us", flush=True)
-    fused = FusedConv(g, make(g, "paper", dig=128, dgo=512, m=4), trace=True, workspace=ws)
-    heads = []
-    for rep in range(4):
-        flush.fill(rep)
-        fused.run(x, wts, y)
-        if rep >= 1:
-            rec = fused.trace_records()
-            i0 = g.geometry.first_task(Op.INPUT_TRANSFORM)
-            head = (rec["op"] == Op.INPUT_TRANSFORM) & (rec["task"] - i0 < 128)
-            heads.append(rec["end_us"][head] - rec["ready_us"][head])
-    work = np.concatenate(heads)
-    rows["megakernel/head128"] = {"median_us": float(np.median(work)), "p10_us": float(np.percentile(work, 10)),
-                                  "p90_us": float(np.percentile(work, 90))}
+    work = np.concatenate(megakernel_head(g, ws, x, wts, y, flush)[0])
+    rows["megakernel/head128"] = summary(work)
     print(f"megakernel head 128: median {np.median(work):6.2f} us", flush=True)
     result["rows"] = rows
     (out / "lone_input.json").write_text(json.dumps(result, indent=1))

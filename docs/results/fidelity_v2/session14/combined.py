@@ -23,10 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "session13"))
 import lone_input as li  # noqa: E402
 
 from megasim.app.calibrate.trace_law import graph_of, load_sample  # noqa: E402
-from megasim.contract.mapping import make  # noqa: E402
 from megasim.contract.problem import Op  # noqa: E402
 from megasim.gpu.backend import COMPILE_OPTIONS, KERNEL_DIR, KernelConfig, kernel_source  # noqa: E402
-from megasim.gpu.megakernel import FusedConv, Workspace  # noqa: E402
+from megasim.gpu.megakernel import Workspace  # noqa: E402
 
 COMBINED = r"""
 // 128 blocks take a ticket, read their op and run the input body, through the megakernel's switch over all four
@@ -96,8 +95,7 @@ VARIANTS = {"all": "the megakernel's switch, acquire polls beside, fences", "no_
 def stats(work, sms=None) -> dict:
     """Median and spread of the blocks' work; with their SMs (one array per launch), how many SMs the 128 blocks
     ran on and the median work of the blocks alone on their SM and of those sharing it."""
-    out = {"median_us": float(np.median(work)), "p10_us": float(np.percentile(work, 10)),
-           "p90_us": float(np.percentile(work, 90)), "blocks": int(len(work))}
+    out = {**li.summary(work), "blocks": int(len(work))}
     if sms is not None:
         alone = np.concatenate([np.bincount(s)[s] == 1 for s in sms])
         out.update(distinct_sms=[int(len(np.unique(s))) for s in sms],
@@ -137,17 +135,7 @@ def main(out: Path) -> None:
                 work.append((raw[:, 1] - raw[:, 0]) / 1000.0)
                 sms.append(host[2048:2048 + 128].astype(np.int64))
         rows[name] = stats(np.concatenate(work), sms)
-    fused = FusedConv(g, make(g, "paper", dig=128, dgo=512, m=4), trace=True, workspace=ws)
-    heads, sms = [], []
-    for rep in range(6):
-        flush.fill(rep)
-        fused.run(x, wts, y)
-        if rep >= 1:
-            rec = fused.trace_records()
-            i0 = g.geometry.first_task(Op.INPUT_TRANSFORM)
-            head = (rec["op"] == Op.INPUT_TRANSFORM) & (rec["task"] - i0 < 128)
-            heads.append(rec["end_us"][head] - rec["ready_us"][head])
-            sms.append(np.asarray(rec["sm"][head], dtype=np.int64))
+    heads, sms = li.megakernel_head(g, ws, x, wts, y, flush, launches=6)
     rows["megakernel/head128"] = stats(np.concatenate(heads), sms)
     (out / "combined.json").write_text(json.dumps({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                                                    "rows": rows}, indent=1))
