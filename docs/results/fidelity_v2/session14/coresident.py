@@ -35,37 +35,38 @@ def by_company(rec, op) -> dict:
     return {n: (float(np.median(v)), len(v)) for n, v in sorted(out.items())}
 
 
+def _print(case, traced, simulated):
+    """One line per transform type: work by company, traced / simulated."""
+    cell = lambda d, n: f"{d[n][0]:5.1f} ({d[n][1]:4d})" if n in d else " " * 12  # noqa: E731
+    for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM):
+        t, s = by_company(traced, op), by_company(simulated, op)
+        print(f"{case:28s} {OP_NAMES[op]:16s} " + " | ".join(
+            f"{n}: {cell(t, n)} / {cell(s, n)}" for n in sorted(set(t) | set(s))))
+
+
+def _setup(profile_path):
+    profile = load_profile(profile_path)
+    return profile.apply(load_gpu(profile.gpu)), *load_sample("scenarios/calibrations/raw/h200_trace_sample.npz")
+
+
 def main(profile_path, mix=None, cases=()):
     if mix is not None:
         import ticketrace
         ticketrace.install(mix)
-    profile = load_profile(profile_path)
-    spec = profile.apply(load_gpu(profile.gpu))
-    meta, traces = load_sample("scenarios/calibrations/raw/h200_trace_sample.npz")
+    spec, meta, traces = _setup(profile_path)
     for case in cases or [c for c, m in meta.items() if m.get("mode", "static") == "static"]:
         run = {k: meta[case][k] for k in RUN_KEYS if k in meta[case]}
-        sim = SimpyInterpreter(spec).run(graph_of(run), mapping_of(run), RunConfig()).records
-        for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM):
-            t, s = by_company(traces[case]["fused"], op), by_company(sim, op)
-            cell = lambda d, n: f"{d[n][0]:5.1f} ({d[n][1]:4d})" if n in d else " " * 12  # noqa: E731
-            print(f"{case:28s} {OP_NAMES[op]:16s} " + " | ".join(
-                f"{n}: {cell(t, n)} / {cell(s, n)}" for n in sorted(set(t) | set(s))))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] != "-" else None, sys.argv[3:])
+        _print(case, traces[case]["fused"], SimpyInterpreter(spec).run(graph_of(run), mapping_of(run), RunConfig()).records)
 
 
 def nonfused(profile_path, cases):
     """The same table for the non-fused input and output kernels."""
-    profile = load_profile(profile_path)
-    spec = profile.apply(load_gpu(profile.gpu))
-    meta, traces = load_sample("scenarios/calibrations/raw/h200_trace_sample.npz")
+    spec, meta, traces = _setup(profile_path)
     for case in cases:
         run = {k: meta[case][k] for k in RUN_KEYS if k in meta[case]}
-        sim = SimpyInterpreter(spec).run(graph_of(run), None, RunConfig(launch="nonfused")).records
-        for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM):
-            t, s = by_company(traces[case]["nonfused"], op), by_company(sim, op)
-            cell = lambda d, n: f"{d[n][0]:5.1f} ({d[n][1]:4d})" if n in d else " " * 12  # noqa: E731
-            print(f"{case:28s} {OP_NAMES[op]:16s} " + " | ".join(
-                f"{n}: {cell(t, n)} / {cell(s, n)}" for n in sorted(set(t) | set(s))))
+        _print(case, traces[case]["nonfused"],
+               SimpyInterpreter(spec).run(graph_of(run), None, RunConfig(launch="nonfused")).records)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] != "-" else None, sys.argv[3:])
