@@ -144,6 +144,30 @@ class GPUSpec:
         "(ready to end) takes 1 + this x f as long, f the fraction of its jobs' time a GEMM worked there "
         "(per-block traces: an input transform beside working GEMMs takes 1.2-1.6x what it takes beside "
         "none, docs/calibration-analysis.md, session 8). Missing: 0", {})
+    neighbour_slowdown: dict[OpName, dict[OpName, float_in(-1.0, 100.0)]] = _f(
+        "per task type t and neighbour type u, how much slower a block of t works per other block of u working on "
+        "its SM: its work (ready to end) takes 1 + the sum over u of this x n_u as long, n_u the mean number of "
+        "such blocks there over its jobs' time (megasim.engine.company). Per-block traces read it directly "
+        "(docs/calibration-analysis.md, session 15: a GEMM slows a fused input transform 4% and an output 40%). "
+        "Missing: 0", {})
+    unshared_fp32: tuple[OpName, ...] = _f(
+        "task types whose FP32 work does not queue for their SM's issue: it is a floor under the block's work, at "
+        "the SM's peak over the type's efficiency, and the block holds no share of the SM (their few warps wait on "
+        "loads; how they slow the blocks beside them, and are slowed, is neighbour_slowdown's)", ())
+    memory_path_share: Literal["launch", "block"] = _f(
+        "what one block may draw of its SM's path to L2 and DRAM (sm_bytes_per_cycle): 'launch', the path over the "
+        "launch's blocks per SM, whether or not they work; 'block', all of it (a lone output transform traced on "
+        "the H200 runs at its SM's whole path: docs/calibration-analysis.md, session 14, item 7), its sharing with "
+        "the blocks beside it being neighbour_slowdown's", "launch")
+    fused_code_factor: dict[OpName, float_in(0.1, 10.0)] = _f(
+        "per task type whose FP32 is unshared: its time on the SM inside the megakernel over the same as its own "
+        "kernel. The megakernel is every task body in one kernel, with one register allocation, its polls and "
+        "its fence: on the H200 a lone input block takes 30-32 us in it against 26.1 us in a kernel of its own "
+        "with the same ticket (docs/calibration-analysis.md, session 14, item 2). Missing: 1", {})
+    ticket_race: float_in(0.0, 100.0) = _f(
+        "a static megakernel launch's first wave takes its tickets in the order its atomics arrive: each SM's "
+        "at U(0, 1), each of its blocks this x U(0, 1) later (per-block traces: the first 132 tickets land on "
+        "36-66 SMs, docs/calibration-analysis.md, session 14). 0: the dispatcher's round robin", 0.0)
     gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
         "per GEMM body (`megasim.contract.resources.gemm_body`: the block's threads, each thread's register "
         "block, vector or scalar loads), the GEMM's own compute_efficiency, step_cycles and "
@@ -221,11 +245,18 @@ def check_model_fields(values: dict, origin: str, section: str) -> None:
 
 
 def check_spec(spec: GPUSpec, origin: str) -> GPUSpec:
-    """What one field's range cannot say: the dispatch pattern's SM ids exist, once each."""
+    """What one field's range cannot say: the dispatch pattern's SM ids exist, once each; the neighbour laws
+    do not overlap."""
     bad = sorted(body for body, law in spec.gemm_bodies.items()
                  if not 1e-4 <= law.get("compute_efficiency", 1.0) <= 1.0)
     if bad:
         raise MegasimError(f"{origin}: gemm_bodies {bad}: compute_efficiency must be a fraction in [1e-4, 1]")
+    if spec.neighbour_slowdown and any(spec.gemm_neighbour_stretch.values()):
+        raise MegasimError(f"{origin}: neighbour_slowdown and gemm_neighbour_stretch both slow a block by its "
+                           "neighbours; give one (the input transform's gemm entry is the stretch's counterpart)")
+    idle = sorted(set(spec.fused_code_factor) - set(spec.unshared_fp32))
+    if idle:
+        raise MegasimError(f"{origin}: fused_code_factor {idle}: it scales only the time of unshared_fp32 task types")
     lead = spec.first_wave_lead_sms
     if any(sm >= spec.sm_count for sm in lead) or len(set(lead)) != len(lead):
         raise MegasimError(f"{origin}: first_wave_lead_sms must be distinct SM ids in 0..{spec.sm_count - 1}, "

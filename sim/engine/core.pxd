@@ -24,7 +24,7 @@ cdef class _Machine:
     cdef public const double[:] scale, written, moved, fp, floor, added
     cdef public const int8_t[:] op
     cdef public double[:] t_dispatch, t_start, t_ready, t_end, dram_bytes
-    cdef public Py_ssize_t kernel_index, done_total, base, size, next, done_in_kernel, launched_blocks, threads
+    cdef public Py_ssize_t kernel_index, done_total, base, size, next, done_in_kernel, launched_blocks, threads, seed
     cdef public bint check, spins
 
     @cython.locals(nxt=Py_ssize_t, size=Py_ssize_t, t=double, sm=int, b=Py_ssize_t, launched=Py_ssize_t)

@@ -1,10 +1,9 @@
 """The GPU model: kernels of thread blocks on SMs, in SimPy time (core cycles).
 
-A kernel is a list of tasks in logical block order plus one block footprint.
-Its blocks go out one at a time, in order, as slots free (`dispatcher`
-hands each to the SM its policy picks, one per `tb_dispatch_interval_cycles`,
-arriving `tb_dispatch_latency_cycles` later). A thread block then lives as
-the megakernel's blocks do (paper Listing 2):
+A kernel is a list of tasks in logical block order plus one block footprint. Its blocks go out one at a
+time, in order, as slots free (`dispatcher` hands each to the SM its policy picks, one per
+`tb_dispatch_interval_cycles`, arriving `tb_dispatch_latency_cycles` later; a static megakernel's first wave
+in its ticket race, `ticket_race`). A thread block then lives as the megakernel's blocks do (paper Listing 2):
 
 1. start (`task_overhead_cycles` after it lands: ticket, task-map read; a block of a non-fused kernel
    has neither and pays only `block_launch_cycles`):
@@ -29,14 +28,11 @@ the megakernel's blocks do (paper Listing 2):
    factor, so blocks of one type do not finish in lockstep;
 3. end: decrement the counter it signals and free its slot.
 
-Everything here is callbacks on SimPy events (through `Clock`, which lets
-actions due within one quantum share an event), not one generator per
-block: a VGG-scale graph has 60,000 blocks per launch sequence. If the event queue empties with
-blocks unfinished, every resident block is spinning on parents that cannot
-be dispatched: `DeadlockError` names them.
+Everything here is callbacks on SimPy events (through `Clock`), not one generator per block: a VGG-scale
+graph has 60,000 blocks per launch sequence. If the event queue empties with blocks unfinished, every resident
+block is spinning on parents that cannot be dispatched: `DeadlockError` names them.
 
 Where this departs from SimPy's idiom, and why (each for speed, issue 14):
-
 - Blocks are callbacks, not processes, and the actions due at one instant share one SimPy event
   (`Clock`). Their order at that instant is the order they were scheduled, which is SimPy's own FIFO
   order had each been an event; nothing here adds a tie-break of its own. That order is part of the
@@ -47,13 +43,12 @@ Where this departs from SimPy's idiom, and why (each for speed, issue 14):
   the engine keeps every action (queue timers included, early ones too) at the instant and in the
   order it always had, with the same float operations in the same order, and its predictions are bit
   for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
-- Per-block state is NumPy columns read through memoryviews (`BlockColumns`): 8 bytes a float instead
-  of a list slot and a float object, at about twice a list's cost per access. What a block's jobs
+- Per-block state is NumPy columns read through memoryviews (`BlockColumns`), and what a block's jobs
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue
   calls back only for a block whose last job ended: no closure per block, one call per block.
-- This module, `clock`, `psqueue`, `weighted_psqueue`, `neighbours` and `l2` are compiled where the package
-  was built with Cython: `core.pxd` types the fields and hot locals; the same source runs as Python elsewhere (`megasim.engine.compiled`).
+- This module and the others `megasim.engine.compiled` names are compiled where the package was built with
+  Cython (`core.pxd` types the fields and hot locals); the same source runs as Python elsewhere.
 """
 from __future__ import annotations
 
@@ -66,6 +61,7 @@ from megasim.engine.blocks import BlockColumns, run_scale, view
 from megasim.engine.clock import Clock
 from megasim.engine.deadlock import deadlock_message
 from megasim.engine.dispatch import make_policy
+from megasim.engine.dispatch.ticket_race import race_first_wave
 from megasim.engine.l2 import L2Model
 from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
@@ -142,7 +138,7 @@ class _Machine:
         self.write_back = (WriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
                                      gpu.write_back == "absorbed", graph, kernels[0].preceding_ops)
                            if gpu.write_back != "blocking" else None)
-        self.spans = []
+        self.spans, self.seed = [], seed
         self.kernel_index = -1
         self.done_total = 0
 
@@ -158,11 +154,12 @@ class _Machine:
         self.check = kern.check_deps
         slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
+        race_first_wave(self.policy, kern, gpu, self.seed + k)
         self.launched_blocks = slots * gpu.sm_count if kern.persistent or kern.ready else self.size
         self.queue = kern.ready and QueueState(kern.ready, self.base, self.launched_blocks)
         self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
-        mem_cap = gpu.sm_bytes_per_cycle / co_resident
+        mem_cap = gpu.sm_bytes_per_cycle / (co_resident if gpu.memory_path_share == "launch" else 1)
         queue = (self.write_back.queue_for(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.jobs_done)
                  if self.write_back else PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending,
                                                  self.jobs_done))
@@ -394,7 +391,10 @@ DEFAULT_QUANTUM_CYCLES = 32.0
 
 def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
                 policy_options: dict | None = None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
-    """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value);
-    `seed` draws the per-block work variation (if the spec has any)."""
-    machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
+    """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value); `seed`
+    draws the per-block work variation and the ticket race (if the spec has them)."""
+    if gpu.neighbour_slowdown or gpu.unshared_fp32:
+        from megasim.engine.company import CompanyMachine as machine
+    else:
+        machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
     return machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()
