@@ -39,7 +39,10 @@ def main(profile, model, rounds=3, same=""):
     meta, traces = load_sample(SAMPLE)
     target = slopes(traces)
     model = json.loads(model)
-    matrix = model.setdefault("neighbour_slowdown", {})
+    if "neighbour_slowdown" not in model:
+        from megasim.app.calibrate.profile import load_profile
+        model["neighbour_slowdown"] = load_profile(profile).model.get("neighbour_slowdown", {})
+    matrix = model["neighbour_slowdown"]
     for r in range(int(rounds) + 1):
         got = slopes(simulated(meta, profile, model))
         gap = {t: {u: target[t][u] - got[t][u] for u in us} for t, us in FITTED.items()}
