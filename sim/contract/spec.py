@@ -164,6 +164,9 @@ class GPUSpec:
         "kernel. The megakernel is every task body in one kernel, with one register allocation, its polls and "
         "its fence: on the H200 a lone input block takes 30-32 us in it against 26.1 us in a kernel of its own "
         "with the same ticket (docs/calibration-analysis.md, session 14, item 2). Missing: 1", {})
+    fused_code_by_variant: dict[Literal["F2", "F4", "F6"], float_in(0.1, 10.0)] = _f(
+        "per Winograd variant, a further factor on fused_code_factor: each variant is its own megakernel build, "
+        "with its own transforms' code and registers. Missing: 1", {})
     ticket_race: float_in(0.0, 100.0) = _f(
         "a static megakernel launch's first wave takes its tickets in the order its atomics arrive: each SM's "
         "at U(0, 1), each of its blocks this x U(0, 1) later (per-block traces: the first 132 tickets land on "

@@ -10,7 +10,8 @@ of type t works `1 + sum_u a[t][u] x n_u` as long, n_u the mean number of *other
 SM over its jobs' time, or working there as they end, for jobs that took no time. For a type whose FP32 is
 unshared only its time on the SM is stretched (its FP32 at its own rate or its latency floor, whichever is longer,
 plus its added latency), overlapped with its memory jobs: a block waiting on DRAM does not feel its SM's company;
-inside the megakernel that time is also its type's `fused_code_factor` as long. GEMM blocks still share their
+inside the megakernel that time is also its type's `fused_code_factor` (times its variant's
+`fused_code_by_variant`) as long. GEMM blocks still share their
 SM's FP32 among themselves (`sm_sharing`), which is their own traced law (`megasim.app.calibrate.trace_law`).
 
 Pure Python over the compiled `_Machine` (a subclass may override its methods); the extra work is a handful of
@@ -68,7 +69,8 @@ class CompanyMachine(_Machine):
         self.slowdown = slowdown_matrix(gpu)
         self.unshared = np.array([OP_NAMES[o] in gpu.unshared_fp32 for o in Op])
         self.peak = float(gpu.fp32_flops_per_cycle_per_sm)
-        self.code = np.array([gpu.fused_code_factor.get(OP_NAMES[o], 1.0) for o in Op])
+        variant = gpu.fused_code_by_variant.get(f"F{graph.variant.m}", 1.0)
+        self.code = np.array([gpu.fused_code_factor.get(OP_NAMES[o], 1.0) * variant for o in Op])
         self.slowed = self.slowdown.any(axis=1) | (self.code != 1.0)
         self.company = SmCompany(gpu.sm_count)
         self.at_ready = np.zeros((len(self.order), TYPES))

@@ -63,6 +63,13 @@ def test_the_code_factor_is_the_megakernels_only():
     assert _pair(1, fused=True, **coded)[1] == pytest.approx(1.25 * ALONE, rel=1e-6)
 
 
+def test_a_variants_code_factor_applies_to_its_own_builds():
+    """The toy graph is F(4): its build's factor multiplies the type's; another variant's does nothing."""
+    coded = {**UNSHARED, "fused_code_factor": {"input_transform": 1.25}}
+    assert _pair(1, fused=True, fused_code_by_variant={"F4": 1.2}, **coded)[1] == pytest.approx(1.5 * ALONE, rel=1e-6)
+    assert _pair(1, fused=True, fused_code_by_variant={"F6": 1.2}, **coded)[1] == pytest.approx(1.25 * ALONE, rel=1e-6)
+
+
 @pytest.mark.parametrize("share, per_block", [("launch", 10.0 / 4), ("block", 10.0)])
 def test_a_lone_block_draws_the_memory_path_its_share_allows(share, per_block):
     """Four blocks per SM in the launch, one of them moving bytes: 'launch' holds it to a quarter of the SM's
