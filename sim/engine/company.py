@@ -10,9 +10,9 @@ of type t works `1 + sum_u a[t][u] x n_u` as long, n_u the mean number of *other
 SM over its jobs' time, or working there as they end, for jobs that took no time. For a type whose FP32 is
 unshared only its time on the SM is stretched (its FP32 at its own rate or its latency floor, whichever is longer,
 plus its added latency), overlapped with its memory jobs: a block waiting on DRAM does not feel its SM's company;
-inside the megakernel that time is also its type's `fused_code_factor` (times its variant's
-`fused_code_by_variant`) as long. GEMM blocks still share their
-SM's FP32 among themselves (`sm_sharing`), which is their own traced law (`megasim.app.calibrate.trace_law`).
+inside the megakernel that time is also its type's `fused_code_factor` (times its variant's `fused_code_by_variant`)
+as long. GEMM blocks still share their SM's FP32 among themselves (`sm_sharing`), which is their own traced law
+(`megasim.app.calibrate.trace_law`).
 
 Pure Python over the compiled `_Machine` (a subclass may override its methods); the extra work is a handful of
 array updates per block.
