@@ -70,11 +70,11 @@ class CompanyMachine(_Machine):
         self.unshared = np.array([OP_NAMES[o] in gpu.unshared_fp32 for o in Op])
         self.peak = float(gpu.fp32_flops_per_cycle_per_sm)
         variant = gpu.fused_code_by_variant.get(f"F{graph.variant.m}", 1.0)
-        self.code = np.array([gpu.fused_code_factor.get(OP_NAMES[o], 1.0) * variant for o in Op])
+        self.code = np.array([gpu.fused_code_factor.get(OP_NAMES[o], 1.0) * variant if self.unshared[o] else 1.0
+                              for o in Op])
         self.slowed = self.slowdown.any(axis=1) | (self.code != 1.0)
         self.company = SmCompany(gpu.sm_count)
         self.at_ready = np.zeros((len(self.order), TYPES))
-        self.ops = np.asarray(self.op)
 
     def launch(self, now: float, k: int) -> None:
         _Machine.launch(self, now, k)
@@ -84,7 +84,7 @@ class CompanyMachine(_Machine):
                 self.fp_release = [self._releaser(q) for q in self.fp_release]
 
     def _submitter(self, shared):
-        unshared, ops, peak, call_later, own = self.unshared, self.ops, self.peak, self.call_later, self._fp_done
+        unshared, ops, peak, call_later, own = self.unshared, self.op, self.peak, self.call_later, self._fp_done
 
         def submit(now, amount, b):
             if unshared[ops[b]]:
@@ -94,7 +94,7 @@ class CompanyMachine(_Machine):
         return submit
 
     def _releaser(self, shared):
-        unshared, ops = self.unshared, self.ops
+        unshared, ops = self.unshared, self.op
 
         def release(now, b):
             if not unshared[ops[b]]:
@@ -107,12 +107,12 @@ class CompanyMachine(_Machine):
             self.jobs_done(now, b)
 
     def work(self, now: float, b: int) -> None:
-        self.at_ready[b] = self.company.enter(now, self.sm[b], self.ops[b])
+        self.at_ready[b] = self.company.enter(now, self.sm[b], self.op[b])
         _Machine.work(self, now, b)
 
     def jobs_done(self, now: float, b: int) -> None:
         """`_Machine.jobs_done` with the block's slowdown by its company added to its wait."""
-        op = self.ops[b]
+        op = self.op[b]
         if not self.slowed[op]:
             _Machine.jobs_done(self, now, b)
             return
@@ -127,7 +127,7 @@ class CompanyMachine(_Machine):
         beside[op] -= 1.0
         slow = float(self.slowdown[op] @ beside)
         if self.unshared[op]:
-            own = self.floor[b] if self.floor[b] > self.fp[b] / self.peak else self.fp[b] / self.peak
+            own = max(self.floor[b], self.fp[b] / self.peak)
             end = self.t_ready[b] + (own + self.added[b]) * (1.0 + slow) * (self.code[op] if self.check else 1.0)
             wait = wait if now + wait > end else end - now
         else:
@@ -138,5 +138,5 @@ class CompanyMachine(_Machine):
             self.finish(now, b)
 
     def finish(self, now: float, b: int) -> None:
-        self.company.leave(now, self.sm[b], self.ops[b])
+        self.company.leave(now, self.sm[b], self.op[b])
         _Machine.finish(self, now, b)
