@@ -177,6 +177,10 @@ class GPUSpec:
         "block_fixed_cycles in place of the gemm entries: the per-block traces fit one law per body with a "
         "third of the error of one law for all (docs/calibration-analysis.md, session 9). Missing: the gemm "
         "entries", {})
+    fused_gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
+        "per GEMM body, the law of the megakernel's GEMM blocks where it is not the GEMM kernel's (gemm_bodies): "
+        "fitted apart on a trace sample's fused and non-fused launches, the megakernel's blocks take 0-6% longer "
+        "for the same work (docs/calibration-analysis.md, session 16). Missing: gemm_bodies", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})
@@ -212,6 +216,12 @@ class GPUSpec:
         if not law:
             return self
         return replace(self, **{term: {**getattr(self, term), "gemm": value} for term, value in law.items()})
+
+    def for_megakernel(self) -> GPUSpec:
+        """This spec as the megakernel's blocks run: `fused_gemm_bodies` over `gemm_bodies`."""
+        if not self.fused_gemm_bodies:
+            return self
+        return replace(self, gemm_bodies={**self.gemm_bodies, **self.fused_gemm_bodies})
 
     def with_model(self, **model) -> GPUSpec:
         """A copy with model constants replaced (what a calibration profile does)."""
@@ -250,10 +260,11 @@ def check_model_fields(values: dict, origin: str, section: str) -> None:
 def check_spec(spec: GPUSpec, origin: str) -> GPUSpec:
     """What one field's range cannot say: the dispatch pattern's SM ids exist, once each; the neighbour laws
     do not overlap."""
-    bad = sorted(body for body, law in spec.gemm_bodies.items()
-                 if not 1e-4 <= law.get("compute_efficiency", 1.0) <= 1.0)
-    if bad:
-        raise MegasimError(f"{origin}: gemm_bodies {bad}: compute_efficiency must be a fraction in [1e-4, 1]")
+    for name in ("gemm_bodies", "fused_gemm_bodies"):
+        bad = sorted(body for body, law in getattr(spec, name).items()
+                     if not 1e-4 <= law.get("compute_efficiency", 1.0) <= 1.0)
+        if bad:
+            raise MegasimError(f"{origin}: {name} {bad}: compute_efficiency must be a fraction in [1e-4, 1]")
     if spec.neighbour_slowdown and any(spec.gemm_neighbour_stretch.values()):
         raise MegasimError(f"{origin}: neighbour_slowdown and gemm_neighbour_stretch both slow a block by its "
                            "neighbours; give one (the input transform's gemm entry is the stretch's counterpart)")

@@ -27,13 +27,14 @@ class SimpyInterpreter:
         self.policy_options = policy_options
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
-        policy = (self.policy, self.policy_options)
+        policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
             kernels = fused_kernels(graph, mapping, config.mode)
+            gpu = gpu.for_megakernel()
         else:
             kernels = [k for k in nonfused_kernels(graph) if config.launch in ("nonfused", k.name)]
             policy = (DEFAULT_POLICY, None) if self.policy == "replay" else policy
-        raw = run_kernels(graph, kernels, self.gpu, *policy, seed=config.seed)
+        raw = run_kernels(graph, kernels, gpu, *policy, seed=config.seed)
         to_us = self.gpu.cycles_to_us
         return Execution(interpreter=self.name, launch=config.launch, records=raw.records,
                          time_us=to_us(raw.total_cycles),

@@ -78,3 +78,25 @@ def test_a_body_efficiency_outside_a_fraction_is_refused(tmp_path):
     bad = load_gpu("h200").with_model(gemm_bodies={"t128-8x8": {"compute_efficiency": 3.0}})
     with pytest.raises(MegasimError, match="gemm_bodies"):
         check_spec(bad, "p.toml")
+
+
+def test_the_megakernels_gemm_law_changes_the_fused_run_only():
+    import pytest
+    from megasim.contract.errors import MegasimError
+    from megasim.contract.spec import check_spec
+    from megasim.app.catalog import load_gpu
+    from megasim.engine.simulate import simulate
+    from megasim.contract.graph import build_graph
+    from megasim.contract.mapping import make
+    gpu = load_gpu("h200")
+    slow = {"compute_efficiency": 0.5, "step_cycles": 900.0, "block_fixed_cycles": 20000.0}
+    fused_law = gpu.with_model(fused_gemm_bodies={"t128-8x8": slow})
+    assert fused_law.for_megakernel().gemm_bodies == {"t128-8x8": slow} and gpu.for_megakernel() is gpu
+    layer = load_layer("ResNet-2")
+    graph = build_graph(layer, WinogradVariant(4), partition_for(layer, "h200"))
+    mapping = make(graph, "paper")
+    plain, slowed = (simulate(graph, mapping, g) for g in (gpu, fused_law))
+    assert slowed.nonfused.time_us == plain.nonfused.time_us
+    assert slowed.fused.time_us > 1.2 * plain.fused.time_us
+    with pytest.raises(MegasimError, match="fused_gemm_bodies"):
+        check_spec(gpu.with_model(fused_gemm_bodies={"t128-8x8": {"compute_efficiency": 3.0}}), "p.toml")

@@ -46,10 +46,11 @@ def corpus_runs(path: Path) -> list[dict]:
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
     """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
     the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
-    the GEMM's per body, and how blocks of other types share an SM with GEMMs (`neighbour_readings`).
+    the GEMM's per body (the GEMM kernel's from the non-fused launches, the megakernel's from the fused ones),
+    and how blocks of other types share an SM with GEMMs (`neighbour_readings`).
     Returns (model overrides, pinned task types)."""
-    from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, load_sample, neighbour_readings,
-                                                 output_law, task_costs)
+    from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, launches_of, load_sample,
+                                                 neighbour_readings, output_law, task_costs)
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none (--sharing jobs fits without per-block traces)")
@@ -64,8 +65,12 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
                                         "block_fixed_cycles": round(fixed, 1)}
     pinned = {Op.GEMM: law(*gemm_law(*sample, spec.clock_mhz, peak)),
               Op.OUTPUT_TRANSFORM: law(*output_law(*sample, spec.clock_mhz, peak))}
-    bodies = {body: law(*fit) for body, fit in gemm_body_laws(*sample, spec.clock_mhz, peak).items()}
-    return {"sm_sharing": "resident", **neighbour_readings(spec.name), "gemm_bodies": bodies, **costs}, pinned
+    meta, traces = sample
+    bodies = {kind: {body: law(*fit) for body, fit in
+                     gemm_body_laws(meta, launches_of(traces, kind), spec.clock_mhz, peak).items()}
+              for kind in ("nonfused", "fused")}
+    return {"sm_sharing": "resident", **neighbour_readings(spec.name), "gemm_bodies": bodies["nonfused"],
+            "fused_gemm_bodies": bodies["fused"], **costs}, pinned
 
 
 def carried_revalidation(out, kernel_build: str | None) -> dict:
