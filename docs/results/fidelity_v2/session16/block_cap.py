@@ -11,41 +11,21 @@ law alone, the per-block floor standing in for the additive latency rather than 
 Usage: python block_cap.py [output|input] [PROFILE] [--no-step]
 """
 import itertools
-import json
 import sys
+from pathlib import Path
 
-import numpy as np
-
-from megasim.app.calibrate.predict import predict_kernel_in_graph
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.catalog import load_gpu
 from megasim.contract.problem import OP_NAMES, Op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kernel_errors import errors, rms, show  # noqa: E402
 
 NO_STEP = "--no-step" in sys.argv
 args = [a for a in sys.argv[1:] if a != "--no-step"]
 OP = Op.INPUT_TRANSFORM if args[:1] == ["input"] else Op.OUTPUT_TRANSFORM
 NAME = OP_NAMES[OP]
 spec0 = load_profile(args[1] if len(args) > 1 else "scenarios/calibrations/h200.toml").apply(load_gpu("h200"))
-shapes = [json.loads(s) for s in open("scenarios/calibrations/raw/h200_kernel_graph_times.jsonl")]
-
-
-def errors(spec, split):
-    out = []
-    for s in shapes:
-        if s["split"] == split:
-            run = {"layer": s["layer"], "variant": s["variant"], "partition": s["partition"]}
-            out.append((s["variant"], np.log(predict_kernel_in_graph(run, OP, spec) / s["graph_kernels_us"][OP])))
-    return out
-
-
-def rms(errs, v=None):
-    e = np.array([x for w, x in errs if v is None or w == v])
-    return float(np.sqrt(np.mean(e ** 2))), float(np.median(e))
-
-
-def show(tag, errs):
-    cols = "  ".join(f"F({v}) {rms(errs, v)[0]:.3f}/{rms(errs, v)[1]:+.3f}" for v in (2, 4, 6))
-    print(f"{tag:36s} all {rms(errs)[0]:.3f}/{rms(errs)[1]:+.3f}  {cols}", flush=True)
 
 
 def at(cap, dram):
@@ -60,16 +40,16 @@ def no_step(spec, fixed):
 
 if NO_STEP:
     for fixed, cap, dram in itertools.product((0.0, spec0.block_fixed_cycles[NAME]), (16.0, 20.0, 24.0, 32.0), (0.8, 0.95)):
-        show(f"fixed {fixed:.0f} cap {cap:.0f} dram {dram}", errors(no_step(at(cap, dram), fixed), "train"))
+        show(f"fixed {fixed:.0f} cap {cap:.0f} dram {dram}", errors(no_step(at(cap, dram), fixed), OP, "train"))
     sys.exit(0)
 d0 = spec0.dram_access_efficiency[NAME]
-show("committed, train", errors(spec0, "train"))
-show("committed, held-out", errors(spec0, "heldout"))
+show("committed, train", errors(spec0, OP, "train"))
+show("committed, held-out", errors(spec0, OP, "heldout"))
 best = None
 for cap, dram in itertools.product((8.0, 12.0, 16.0, 24.0), (d0, 0.8, 0.9)):
-    e = errors(at(cap, dram), "train")
+    e = errors(at(cap, dram), OP, "train")
     show(f"cap {cap:4.0f} B/cycle dram {dram:.3f}, train", e)
     if best is None or rms(e)[0] < best[0]:
         best = (rms(e)[0], cap, dram)
 _, cap, dram = best
-show(f"best cap {cap:.0f} dram {dram:.3f}, held-out", errors(at(cap, dram), "heldout"))
+show(f"best cap {cap:.0f} dram {dram:.3f}, held-out", errors(at(cap, dram), OP, "heldout"))

@@ -36,7 +36,6 @@ for c in cases:
     for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM):
         k = measured[next(ids)]
         ex = SimpyInterpreter(spec).run(graph, None, RunConfig(launch=OP_NAMES[op]))
-        mine = graph.op[ex.native.records["task"]] == op if hasattr(ex, "native") else None
         dram = float(np.sum(ex.native.block_dram_bytes))
         written = c["written_bytes"][OP_NAMES[op]]
         print(f"| {c['case']} | {OP_NAMES[op].split('_')[0]} | {k['gpu__time_duration.sum'] / 1e3:.1f} | {ex.time_us:.1f} | "

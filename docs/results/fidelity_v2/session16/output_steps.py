@@ -6,16 +6,16 @@ efficiency on a grid against the graph-timed non-fused output kernels of the *tr
 held-out shapes under the best point. Usage: python output_steps.py [PROFILE] > out.txt
 """
 import itertools
-import json
 import sys
-
-import numpy as np
+from pathlib import Path
 
 import megasim.engine.blocks as blocks
-from megasim.app.calibrate.predict import predict_kernel_in_graph
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.catalog import load_gpu
 from megasim.contract.problem import Op
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kernel_errors import errors, rms, show  # noqa: E402
 
 OP = Op.OUTPUT_TRANSFORM
 FACTOR = {2: 1.0, 4: 1.0, 6: 1.0}
@@ -33,40 +33,20 @@ def scaled(graph, gpu):
 
 blocks.block_latency_cycles = scaled
 spec0 = load_profile(sys.argv[1] if len(sys.argv) > 1 else "scenarios/calibrations/h200.toml").apply(load_gpu("h200"))
-shapes = [json.loads(s) for s in open("scenarios/calibrations/raw/h200_kernel_graph_times.jsonl")]
-
-
-def errors(spec, split):
-    out = []
-    for s in shapes:
-        if s["split"] == split:
-            run = {"layer": s["layer"], "variant": s["variant"], "partition": s["partition"]}
-            out.append((s["variant"], np.log(predict_kernel_in_graph(run, OP, spec) / s["graph_kernels_us"][OP])))
-    return out
-
-
-def rms(errs, v=None):
-    e = np.array([x for w, x in errs if v is None or w == v])
-    return float(np.sqrt(np.mean(e ** 2))), float(np.median(e))
-
-
-def show(tag, errs):
-    cols = "  ".join(f"F({v}) {rms(errs, v)[0]:.3f}/{rms(errs, v)[1]:+.3f}" for v in (2, 4, 6))
-    print(f"{tag:34s} all {rms(errs)[0]:.3f}/{rms(errs)[1]:+.3f}  {cols}", flush=True)
 
 
 d0 = spec0.dram_access_efficiency["output_transform"]
-show("committed, train", errors(spec0, "train"))
-show("committed, held-out", errors(spec0, "heldout"))
+show("committed, train", errors(spec0, OP, "train"), 34)
+show("committed, held-out", errors(spec0, OP, "heldout"), 34)
 best = None
 for f2, f6, d in itertools.product((0.5, 1.0), (1.0, 2.0, 3.0, 4.0), (d0, 0.8, 0.95)):
     FACTOR.update({2: f2, 6: f6})
     spec = spec0.with_model(dram_access_efficiency={**spec0.dram_access_efficiency, "output_transform": d})
-    e = errors(spec, "train")
-    show(f"F2 x{f2} F6 x{f6} dram {d:.3f}, train", e)
+    e = errors(spec, OP, "train")
+    show(f"F2 x{f2} F6 x{f6} dram {d:.3f}, train", e, 34)
     if best is None or rms(e)[0] < best[0]:
         best = (rms(e)[0], f2, f6, d)
 _, f2, f6, d = best
 FACTOR.update({2: f2, 6: f6})
 spec = spec0.with_model(dram_access_efficiency={**spec0.dram_access_efficiency, "output_transform": d})
-show(f"best F2 x{f2} F6 x{f6} dram {d:.3f}, held-out", errors(spec, "heldout"))
+show(f"best F2 x{f2} F6 x{f6} dram {d:.3f}, held-out", errors(spec, OP, "heldout"), 34)

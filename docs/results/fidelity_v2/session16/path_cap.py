@@ -6,29 +6,26 @@ bytes a cycle in the megakernel's tail and in few-block non-fused kernels alike 
 train and held-out shapes. Usage: python path_cap.py PROFILE  (with mseg.diff applied for the fixed M)
 """
 import dataclasses
-import json
 import sys
+from pathlib import Path
 
-import numpy as np
-
-from megasim.app.calibrate.predict import predict_kernel_in_graph
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.catalog import load_gpu
 from megasim.contract.problem import Op
 
+sys.path.insert(0, str(Path(__file__).parent))
+from kernel_errors import errors, rms  # noqa: E402
+
 spec0 = load_profile(sys.argv[1]).apply(load_gpu("h200"))
-shapes = [json.loads(s) for s in open("scenarios/calibrations/raw/h200_kernel_graph_times.jsonl")]
 
 
-def rms(spec, op, split):
-    e = [np.log(predict_kernel_in_graph({"layer": s["layer"], "variant": s["variant"], "partition": s["partition"]},
-                                        op, spec) / s["graph_kernels_us"][op]) for s in shapes if s["split"] == split]
-    return np.sqrt(np.mean(np.square(e))), np.median(e)
+def summary(spec, op, split):
+    return rms(errors(spec, op, split))
 
 
 print("share   B/cycle | input train, held-out (rms / median) | output train, held-out")
 for share, rate in [("launch", 64.0), ("block", 16.0), ("block", 20.0), ("block", 24.0), ("block", 32.0),
                     ("block", 64.0)]:
     spec = dataclasses.replace(spec0, memory_path_share=share, sm_bytes_per_cycle=rate)
-    cols = [rms(spec, op, split) for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM) for split in ("train", "heldout")]
+    cols = [summary(spec, op, split) for op in (Op.INPUT_TRANSFORM, Op.OUTPUT_TRANSFORM) for split in ("train", "heldout")]
     print(f"{share:7s} {rate:6.0f} | " + "  ".join(f"{a:.3f}/{b:+.3f}" for a, b in cols), flush=True)

@@ -20,7 +20,6 @@ def _serial(base):
             if not hasattr(self, "deferred"):
                 self.serial = np.array([OP_NAMES[o] in SERIAL for o in Op])
                 self.deferred = np.full(len(self.order), -1.0)
-                self.real_submit = list(self.fp_submit)
             self.real_submit = list(self.fp_submit)
             self.fp_submit = [self._deferring(q) for q in self.real_submit]
 

@@ -2,7 +2,6 @@
 `fit._fit_op` fits the input transform), with and without `serial.py`, and the graph-timed kernels of the train
 and held-out shapes under each fit.  Usage: python serial_stage2.py [output|input] [serial]
 """
-import json
 import sys
 from pathlib import Path
 
@@ -17,7 +16,7 @@ if "serial" in sys.argv[2:]:
 from megasim.app.calibrate import fit  # noqa: E402
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs  # noqa: E402
 from megasim.app.calibrate.run import corpus_runs  # noqa: E402
-from megasim.app.calibrate.predict import predict_kernel_in_graph  # noqa: E402
+from kernel_errors import errors, rms  # noqa: E402
 from megasim.app.calibrate.profile import load_profile  # noqa: E402
 from megasim.app.catalog import load_gpu  # noqa: E402
 from megasim.contract.problem import OP_NAMES, Op  # noqa: E402
@@ -36,12 +35,7 @@ fitted = spec.with_model(compute_efficiency={**spec.compute_efficiency, OPNAME: 
                          block_fixed_cycles={**spec.block_fixed_cycles, OPNAME: fixed},
                          dram_access_efficiency={**spec.dram_access_efficiency, OPNAME: dram})
 for split in ("train", "heldout"):
-    e = {2: [], 4: [], 6: []}
-    for line in open("scenarios/calibrations/raw/h200_kernel_graph_times.jsonl"):
-        s = json.loads(line)
-        if s["split"] == split:
-            run = {"layer": s["layer"], "variant": s["variant"], "partition": s["partition"]}
-            e[s["variant"]].append(np.log(predict_kernel_in_graph(run, OP, fitted) / s["graph_kernels_us"][OP]))
-    every = np.concatenate(list(e.values()))
-    print(f"  {split:8s} all rms {np.sqrt(np.mean(every ** 2)):.3f} median {np.median(every):+.3f}; "
-          + ", ".join(f"F({v}) {np.sqrt(np.mean(np.square(x))):.3f}/{np.median(x):+.3f}" for v, x in e.items()), flush=True)
+    e = errors(fitted, OP, split)
+    every = rms(e)
+    print(f"  {split:8s} all rms {every[0]:.3f} median {every[1]:+.3f}; "
+          + ", ".join("F({}) {:.3f}/{:+.3f}".format(v, *rms(e, v)) for v in (2, 4, 6)), flush=True)
