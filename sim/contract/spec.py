@@ -131,14 +131,16 @@ class GPUSpec:
         "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "
         "any implies sm_sharing 'resident' and drops the per-block cap of 2 x threads FLOPs per cycle. "
         "Missing: 1. Blocks of one type share equally whatever their weight", {})
-    first_wave_stagger: float_in(0.0, 0.9) = _f(
-        "how far apart the blocks of a kernel's first wave on one SM end: started together, the block of rank r "
-        "of k on its SM does 1 + this x (2r / (k - 1) - 1) of its work, so they end in their arrival order, "
-        "as the oldest warps are issued first (per-block traces: three GEMM blocks started together end at "
-        "79, 88 and 102 us, and the last wave then spreads one block per SM; docs/calibration-analysis.md, "
-        "session 10; `megasim.app.calibrate.end_order.stagger_reading` reads 0.08 from them, which refits worse "
-        "on fused held-out runs, so no committed profile sets it). Sharing keeps the order for the blocks that "
-        "follow. 0: they end together", 0.0)
+    first_wave_stagger: dict[OpName, float_in(0.0, 0.9)] = _f(
+        "per task type, how far apart the blocks of a non-fused kernel's first wave on one SM end: started together, "
+        "a block of this type and of rank r of k on its SM does 1 + this x (2r / (k - 1) - 1) of its work, so they "
+        "end in their arrival order, as the oldest warps are issued first (per-block traces: three GEMM blocks "
+        "started together end at 79, 88 and 102 us, and the last wave then spreads one block per SM; "
+        "docs/calibration-analysis.md, sessions 10 and 17). `calibrate` reads the GEMM's from the trace sample "
+        "(`megasim.app.calibrate.end_order.stagger_reading`). Sharing keeps the order for the blocks that "
+        "follow. The megakernel's first wave is not staggered: its blocks start work as their parents end "
+        "(staggering its GEMMs cost a Spearman layer and 0.6 points of regret, session 17). "
+        "Missing: 0, they end together", {})
     gemm_neighbour_stretch: dict[OpName, float_in(0.0, 100.0)] = _f(
         "per task type, how much slower a block's work runs beside a working GEMM block on its SM: its work "
         "(ready to end) takes 1 + this x f as long, f the fraction of its jobs' time a GEMM worked there "

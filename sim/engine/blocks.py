@@ -101,30 +101,33 @@ def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:
     return np.random.default_rng(seed).lognormal(-sigma * sigma / 2, sigma, n)
 
 
-def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: float) -> np.ndarray | None:
+def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: np.ndarray) -> np.ndarray | None:
     """Per-block work factors that make each kernel's first wave end in arrival order on every SM
-    (`GPUSpec.first_wave_stagger`): the first wave fills one slot of every SM per round, so a block's rank
-    on its SM is its index in the kernel over the SM count. That holds for the round-robin policies
-    (`in_order_round_robin`, `gpc_interleaved`); under `first_free`, `replay` or a ready queue, which place or
-    order the first wave otherwise, the ranks are only approximate. None where nothing is staggered."""
-    if not stagger:
+    (`GPUSpec.first_wave_stagger`; `stagger` is its factor for each task, by the task's type): the first wave
+    fills one slot of every SM per round, so a block's rank on its SM is its index in the kernel over the SM
+    count. That holds for the round-robin policies (`in_order_round_robin`, `gpc_interleaved`); under
+    `first_free`, `replay` or a ready queue, which place or order the first wave otherwise, the ranks are only
+    approximate. A launch whose blocks poll counters (the megakernel) is left alone: its first wave lands
+    together but starts work as its parents finish, not together. None where nothing is staggered."""
+    if not stagger.any():
         return None
     factors = [np.ones(len(k.tasks)) for k in kernels]
-    for f, k in zip(factors, slots):
-        if k > 1:
+    for f, kernel, k in zip(factors, kernels, slots):
+        if k > 1 and not kernel.check_deps:
             first = min(len(f), k * sm_count)
             rank = np.arange(first) // sm_count
-            f[:first] = 1.0 + stagger * (2.0 * rank / (k - 1) - 1.0)
+            f[:first] = 1.0 + stagger[kernel.tasks[:first]] * (2.0 * rank / (k - 1) - 1.0)
     return np.concatenate(factors)
 
 
-def run_scale(kernels, gpu, seed: int) -> np.ndarray | None:
-    """Each block's work factor in a run of `kernels`: the lognormal spread (`GPUSpec.block_work_cv`) times the
-    first-wave stagger (`GPUSpec.first_wave_stagger`, whose slots per SM are worked out only when it is on);
-    None where both are off."""
+def run_scale(kernels, gpu, seed: int, op: np.ndarray) -> np.ndarray | None:
+    """Each block's work factor in a run of `kernels` over tasks of types `op`: the lognormal spread
+    (`GPUSpec.block_work_cv`) times the first-wave stagger (`GPUSpec.first_wave_stagger`, whose slots per SM
+    are worked out only when it is on); None where both are off."""
     scale = work_scale(sum(len(k.tasks) for k in kernels), gpu.block_work_cv, seed)
-    if not gpu.first_wave_stagger:
+    if not any(gpu.first_wave_stagger.values()):
         return scale
+    per_type = np.array([gpu.first_wave_stagger.get(OP_NAMES[o], 0.0) for o in Op])
     staggered = first_wave_stagger(kernels, [blocks_per_sm(gpu, k.resources) for k in kernels], gpu.sm_count,
-                                   gpu.first_wave_stagger)
+                                   per_type[op])
     return staggered if scale is None else scale * staggered

@@ -93,6 +93,8 @@ def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
     # the GEMM kernel's laws from the non-fused launches, the megakernel's from the fused ones: not one law twice
     assert model["gemm_bodies"]["t128-8x8"] != model["fused_gemm_bodies"]["t128-8x8"]
     assert model["issue_weight"] == {"gemm": 2.0} and model["gemm_neighbour_stretch"] == {"input_transform": 0.2}
+    # the H100 sample's GEMM kernels end their first wave 16% apart: half of it staggers each side
+    assert model["first_wave_stagger"] == {"gemm": 0.08}
 
 
 def test_each_gpu_takes_its_own_trace_sample_and_one_without_borrows_another(tmp_path):

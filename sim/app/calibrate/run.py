@@ -47,8 +47,10 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
     the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
     the GEMM's per body (the GEMM kernel's from the non-fused launches, the megakernel's from the fused ones),
-    and how blocks of other types share an SM with GEMMs (`neighbour_readings`).
+    how blocks of other types share an SM with GEMMs (`neighbour_readings`), and in what order a GEMM
+    kernel's first wave ends (`end_order.stagger_reading`).
     Returns (model overrides, pinned task types)."""
+    from megasim.app.calibrate.end_order import stagger_reading
     from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, launches_of, load_sample,
                                                  neighbour_readings, output_law, task_costs)
     if trace is None:
@@ -70,7 +72,8 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
                      gemm_body_laws(meta, launches_of(traces, kind), spec.clock_mhz, peak).items()}
               for kind in ("nonfused", "fused")}
     return {"sm_sharing": "resident", **neighbour_readings(spec.name), "gemm_bodies": bodies["nonfused"],
-            "fused_gemm_bodies": bodies["fused"], **costs}, pinned
+            "fused_gemm_bodies": bodies["fused"], "first_wave_stagger": {"gemm": stagger_reading(meta, traces)},
+            **costs}, pinned
 
 
 def carried_revalidation(out, kernel_build: str | None) -> dict:
