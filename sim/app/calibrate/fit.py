@@ -322,7 +322,7 @@ def fit_fused(runs, spec, overheads=OVERHEADS, usable=USABLE,
     while True:
         near = [(here[0] + di, here[1] + dj) for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1))]
         near = [(i, j) for i, j in near if 0 <= i < len(overheads) and 0 <= j < len(usable)]
-        step = min(near, key=lambda p: error(*p))
+        step = min(near, key=lambda p: error(*p), default=here)
         if error(*step) >= error(*here):
             break
         here = step

@@ -14,6 +14,7 @@ from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.replay_check import validate_replay
 from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
+from megasim.app.calibrate.fused_dram import USABLE_L2
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
 from megasim.app.calibrate.metrics import summarise
@@ -108,7 +109,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
     `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
     block law), so stage 2 fits the other transforms and the output's DRAM access efficiency alone
-    (docs/calibration-analysis.md, sessions 7 and 8)."""
+    (docs/calibration-analysis.md, sessions 7 and 8). A GPU whose megakernel DRAM reads were counted has its
+    usable L2 pinned from them (`fused_dram.USABLE_L2`), and stage 3 then fits neither."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = read_json(paths["micro"])
@@ -121,11 +123,15 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     if trace is not None:
         model["block_work_cv"] = work_cv_from_trace(trace)
     pinned, stage3 = None, {}
+    usable = USABLE_L2.get(spec.name)
+    if usable is not None:
+        model["l2_usable_fraction"] = usable
+        stage3["usable"] = (usable,)
     if sharing == "resident":
         sample = Path(trace_sample) if trace_sample else paths["trace_sample"]
         traced, pinned = traced_constants(spec.with_model(**hw), trace, sample)
         model.update(traced)
-        stage3 = {"overheads": (traced["task_overhead_cycles"],)}
+        stage3["overheads"] = (traced["task_overhead_cycles"],)
         log(f"stage 1b (traces): {traced}; from {sample}: {({OP_NAMES[op]: law for op, law in pinned.items()})}")
     spec1 = spec.with_model(**hw, **model)
     log(f"stage 1 (hardware): {hw} {model}")
