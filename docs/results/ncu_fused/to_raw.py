@@ -1,15 +1,17 @@
-"""ncu_fused.csv and cases.json (the device call's output) as scenarios/calibrations/raw/h200_fused_dram.json.
+"""A device call's output (GPU/ncu_fused.csv, GPU/cases.json) as scenarios/calibrations/raw/<gpu>_fused_dram.json.
 
-    python docs/results/ncu_fused_h200/to_raw.py
+    python docs/results/ncu_fused/to_raw.py GPU        # h200 or h100
 
 Each case was launched twice under Nsight Compute; the second launch's counters are kept (ncu flushes the caches
 before each, so both are cold)."""
 import csv
 import io
 import json
+import sys
 from pathlib import Path
 
-here = Path(__file__).parent
+gpu = sys.argv[1]
+here = Path(__file__).parent / gpu
 text = (here / "ncu_fused.csv").read_text()
 measured: dict = {}
 for r in csv.DictReader(io.StringIO(text[text.index('"ID"'):])):
@@ -24,7 +26,7 @@ for i, c in enumerate(json.loads((here / "cases.json").read_text())):
                  "dram_write_bytes": k["dram__bytes_write.sum"], "l2_read_hit_rate": round(hit / (hit + miss), 4)})
 header = {"device": (here / "nvidia_smi.txt").read_text().splitlines()[1].split(",")[0],
           "tool": "ncu --clock-control none, caches flushed before each launch (its default)", "date": "2026-11-27",
-          "made_by": "docs/results/ncu_fused_h200/ncu_fused.sh, then to_raw.py"}
-out = Path("scenarios/calibrations/raw/h200_fused_dram.json")
+          "made_by": f"docs/results/ncu_fused/ncu_fused.sh OUT {gpu}, then to_raw.py {gpu}"}
+out = Path(f"scenarios/calibrations/raw/{gpu}_fused_dram.json")
 out.write_text(json.dumps({"header": header, "cases": rows}, indent=1) + "\n")
 print(f"wrote {out}: {len(rows)} cases")

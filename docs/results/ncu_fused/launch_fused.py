@@ -1,7 +1,7 @@
 """Launch the megakernel of ten traced cases once each (static mode, the paper's default mapping, as the trace
 sample has them), for Nsight Compute (ncu_fused.sh).
 
-    python launch_fused.py OUT        # on the device, under ncu
+    python launch_fused.py OUT [GPU]        # on the device, under ncu; GPU names the tuned partitions (h200)
 
 The cases are the paper layers whose fused input blocks the model gets most wrong, both ways (docs/calibration-
 analysis.md, session 17, item 3): wide layers whose fused input blocks it makes too slow, deep ones it makes too
@@ -17,7 +17,7 @@ CASES = ["DenseNet", "VGG-1", "VGG-2", "YOLOv3-1", "ResNet-1", "ResNet-2", "ResN
          "YOLOv3-5"]
 
 
-def main(out: Path) -> int:
+def main(out: Path, gpu: str = "h200") -> int:
     from megasim.app.catalog import load_layer, partition_for
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make
@@ -29,7 +29,7 @@ def main(out: Path) -> int:
     rows = []
     for name in CASES:
         layer = load_layer(name)
-        graph = build_graph(layer, WinogradVariant(4), partition_for(layer, "h200"))
+        graph = build_graph(layer, WinogradVariant(4), partition_for(layer, gpu))
         mapping = make(graph, "paper")
         fused = FusedConv(graph, mapping, workspace=Workspace(graph))
         xs, wts, ys = rotation_inputs(cp, layer, 11, nsets=1)
@@ -48,4 +48,4 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), *sys.argv[2:]))
