@@ -14,9 +14,9 @@ def track() -> None:
         return
     run_scale = core.run_scale
 
-    def flagged(kernels, gpu, seed):
+    def flagged(kernels, gpu, seed, *rest):
         _FUSED["on"] = any(k.check_deps for k in kernels)
-        return run_scale(kernels, gpu, seed)
+        return run_scale(kernels, gpu, seed, *rest)
     core.run_scale, _FUSED["tracked"] = flagged, True
 
 

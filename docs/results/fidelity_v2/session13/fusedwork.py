@@ -11,9 +11,9 @@ _fused = {}
 def install(factors: dict) -> None:
     ops = {Op[name.upper()]: x for name, x in factors.items()}
 
-    def run_scale(kernels, gpu, seed):
+    def run_scale(kernels, gpu, seed, *rest):
         _fused["mask"] = np.concatenate([np.full(len(k.tasks), bool(k.check_deps)) for k in kernels])
-        return _run_scale(kernels, gpu, seed)
+        return _run_scale(kernels, gpu, seed, *rest)
 
     def columns(order, graph, gpu, scale):
         extra = np.ones(len(order))

@@ -32,8 +32,8 @@ def _lone_extra(graph, records, scale_ns):
 
 
 def install(scale_ns: float = 1.0) -> None:
-    def run_scale(kernels, gpu, seed):
-        scale = _run_scale(kernels, gpu, seed)
+    def run_scale(kernels, gpu, seed, *rest):
+        scale = _run_scale(kernels, gpu, seed, *rest)
         extra = _EXTRA.get("now")
         if extra is None or len(extra) != sum(len(k.tasks) for k in kernels):
             return scale

@@ -26,10 +26,10 @@ def install(mix: float, seed: int = 0) -> None:
     track()
     make, run_scale = core.make_policy, core.run_scale
 
-    def noted(kernels, gpu, s):
+    def noted(kernels, gpu, s, *rest):
         mega = [k for k in kernels if k.check_deps]
         _RUN["filled"] = None if not mega or mega[0].persistent or mega[0].ready else len(mega[0].tasks)
-        return run_scale(kernels, gpu, s)
+        return run_scale(kernels, gpu, s, *rest)
 
     def raced(name, gpu, slots, options=None):
         policy = make(name, gpu, slots, options)
