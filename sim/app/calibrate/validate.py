@@ -16,7 +16,7 @@ import numpy as np
 
 from megasim.contract.files import write_then_rename
 from megasim.app.calibrate.jobs import largest_first, progress
-from megasim.app.calibrate.metrics import SPEARMAN_MIN_MAPPINGS
+from megasim.app.calibrate.metrics import DECIDED_MARGIN, SPEARMAN_MIN_MAPPINGS, decided_winners
 from megasim.app.calibrate.predict import (graph_of, mapping_of, predict_fused, predict_kernel, predict_kernel_in_graph,
                                            predict_nonfused)
 from megasim.contract.problem import Op
@@ -120,7 +120,9 @@ def write_report(path: Path, gpu: str, command: str, summary: dict, rows: list[d
                      f"{summary['regret'][name]:.1%} | {w['predicted']} / {w['measured']}"
                      f"{'' if w['right'] else ' (wrong)'} |")
     right = sum(w["right"] for w in summary["winner"].values())
-    lines += ["", f"Winner called right on {right} of {len(summary['winner'])} layers.", ""]
+    sure, decided = decided_winners(rows, summary)
+    lines += ["", f"Winner called right on {right} of {len(summary['winner'])} layers, and on {sure} of the {decided} "
+              f"whose measured margin exceeds {DECIDED_MARGIN:.0%}.", ""]
     lines += extra_sections
     with write_then_rename(path) as tmp:
         tmp.write_text("\n".join(lines) + "\n")
