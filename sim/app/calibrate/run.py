@@ -110,8 +110,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
     block law), so stage 2 fits the other transforms and the output's DRAM access efficiency alone
     (docs/calibration-analysis.md, sessions 7 and 8). A GPU whose megakernel DRAM reads were counted has its
-    usable L2 pinned from them (`fused_dram.USABLE_L2`); stage 3 then fits only the block overhead, and in the
-    resident form, whose traces give that too, nothing."""
+    usable L2 pinned from them (`fused_dram.USABLE_L2`): stage 3 then fits at most the block overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = read_json(paths["micro"])
