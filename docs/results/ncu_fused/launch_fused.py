@@ -13,6 +13,9 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "write_traffic_h200"))
+from launch import per_op  # noqa: E402
+
 CASES = ["DenseNet", "VGG-1", "VGG-2", "YOLOv3-1", "ResNet-1", "ResNet-2", "ResNet-3", "ResNet-4", "YOLOv3-4",
          "YOLOv3-5"]
 
@@ -21,7 +24,7 @@ def main(out: Path, gpu: str = "h200") -> int:
     from megasim.app.catalog import load_layer, partition_for
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make
-    from megasim.contract.problem import OP_NAMES, Op, WinogradVariant
+    from megasim.contract.problem import WinogradVariant
     from megasim.gpu.backend import require_cupy
     from megasim.gpu.megakernel import FusedConv, Workspace
     from megasim.gpu.timing import rotation_inputs
@@ -39,9 +42,8 @@ def main(out: Path, gpu: str = "h200") -> int:
             fused.check()
         read, written = graph.bytes_per_task()
         rows.append({"case": name, "partition": asdict(graph.partition), "params": dict(mapping.params),
-                     "blocks": {OP_NAMES[o]: int((graph.op == o).sum()) for o in Op},
-                     "written_bytes": {OP_NAMES[o]: int(written[graph.op == o].sum()) for o in Op},
-                     "read_bytes": {OP_NAMES[o]: int(read[graph.op == o].sum()) for o in Op}})
+                     "blocks": per_op(graph, graph.op >= 0),
+                     "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)})
         print(f"{name}: launched twice", flush=True)
     (out / "cases.json").write_text(json.dumps(rows, indent=1))
     return 0

@@ -22,11 +22,17 @@ def layer_of(name, gpu: str = "h200"):
     return shape.layer, shape.variant
 
 
+def per_op(graph, values) -> dict:
+    """{task type: the sum of a per-task column over that type's tasks}, as `cases.json` records blocks and bytes."""
+    from megasim.contract.problem import OP_NAMES, Op
+    return {OP_NAMES[o]: int(values[graph.op == o].sum()) for o in Op}
+
+
 def main(out: Path, gpu: str = "h200") -> int:
     from megasim.app.catalog import partition_for
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make
-    from megasim.contract.problem import OP_NAMES, Op, WinogradVariant
+    from megasim.contract.problem import WinogradVariant
     from megasim.gpu.backend import require_cupy
     from megasim.gpu.megakernel import FusedConv, Workspace
     from megasim.gpu.nonfused import NonFusedConv
@@ -46,8 +52,7 @@ def main(out: Path, gpu: str = "h200") -> int:
         fused.check()
         read, written = graph.bytes_per_task()
         rows.append({"case": name + "".join(f"-{k}{v}" for k, v in params.items()), "blocks": int(graph.num_tasks),
-                     "written_bytes": {OP_NAMES[o]: int(written[graph.op == o].sum()) for o in Op},
-                     "read_bytes": {OP_NAMES[o]: int(read[graph.op == o].sum()) for o in Op}})
+                     "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)})
         print(f"{rows[-1]['case']}: launched", flush=True)
     (out / "cases.json").write_text(json.dumps(rows, indent=1))
     return 0

@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "write_traffic_h200"))
-from launch import layer_of  # noqa: E402
+from launch import layer_of, per_op  # noqa: E402
 
 CASES = ["ResNet-1", "ResNet-2", "VGG-3", "DenseNet", "gen-n32c128h128w128k32-f4", "gen-n16c256h100w100k100-f4",
          "gen-n64c256h17w57k32-f6", "gen-n16c96h256w256k16-f6"]
@@ -22,7 +22,7 @@ CASES = ["ResNet-1", "ResNet-2", "VGG-3", "DenseNet", "gen-n32c128h128w128k32-f4
 def main(out: Path) -> int:
     from megasim.app.catalog import partition_for
     from megasim.contract.graph import build_graph
-    from megasim.contract.problem import OP_NAMES, Op, WinogradVariant
+    from megasim.contract.problem import WinogradVariant
     from megasim.gpu.backend import require_cupy
     from megasim.gpu.megakernel import Workspace
     from megasim.gpu.nonfused import NonFusedConv
@@ -38,9 +38,8 @@ def main(out: Path) -> int:
         cp.cuda.Device().synchronize()
         read, written = graph.bytes_per_task()
         rows.append({"case": name, "partition": asdict(graph.partition),
-                     "blocks": {OP_NAMES[o]: int((graph.op == o).sum()) for o in Op},
-                     "written_bytes": {OP_NAMES[o]: int(written[graph.op == o].sum()) for o in Op},
-                     "read_bytes": {OP_NAMES[o]: int(read[graph.op == o].sum()) for o in Op}})
+                     "blocks": per_op(graph, graph.op >= 0),
+                     "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)})
         print(f"{name}: launched", flush=True)
     (out / "cases.json").write_text(json.dumps(rows, indent=1))
     return 0
