@@ -17,7 +17,7 @@ from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_pro
 from megasim.app.calibrate.fused_dram import USABLE_L2
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
-from megasim.app.calibrate.metrics import summarise
+from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
 from megasim.app.calibrate.trace_law import default_sample
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
@@ -318,8 +318,9 @@ def _winner_margins(rows, summary) -> list[str]:
     lines = ["## How close the fused-vs-non-fused calls are", "",
              "Measured margin: non-fused / fused - 1 under the simulator's pick (positive: fusion wins).", "",
              "| layer | measured margin | predicted margin | call |", "|---|---|---|---|"]
+    layers = by_layer(rows)
     for name, w in sorted(summary["winner"].items()):
-        pick = min((r for r in rows if r["layer"] == name), key=lambda r: r["pred_fused_us"])
+        pick = simulators_pick(layers[name])
         lines.append(f"| {name} | {pick['nonfused_us'] / pick['fused_us'] - 1:+.1%} | "
                      f"{pick['pred_nonfused_us'] / pick['pred_fused_us'] - 1:+.1%} | {'right' if w['right'] else 'wrong'} |")
     return lines + [""]

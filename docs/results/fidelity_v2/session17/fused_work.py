@@ -9,11 +9,11 @@ import sys
 
 import numpy as np
 
+from megasim.app.calibrate.predict import mapping_of
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.calibrate.trace_law import graph_of, load_sample
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.mapping import make
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.engine.interpreter import SimpyInterpreter
 
@@ -24,7 +24,7 @@ cases = sys.argv[2:] or list(meta)
 for case in cases:
     about = meta[case]
     g = graph_of(about)
-    mapping = make(g, about["strategy"], **about.get("params", {}))
+    mapping = mapping_of(about)
     ex = SimpyInterpreter(spec).run(g, mapping, RunConfig(mode=about.get("mode", "static")))
     sim, tr = ex.records, traces[case]["fused"]
     span_t = tr["end_us"].max() - tr["start_us"].min()

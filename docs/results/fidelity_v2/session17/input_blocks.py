@@ -4,11 +4,11 @@ the same launches simulated, per traced case in the static mode.
     python input_blocks.py PROFILE"""
 import sys
 import numpy as np
+from megasim.app.calibrate.predict import mapping_of
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.calibrate.trace_law import graph_of, load_sample
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.mapping import make
 from megasim.contract.problem import Op
 from megasim.engine.interpreter import SimpyInterpreter
 spec = load_profile(sys.argv[1]).apply(load_gpu("h200"))
@@ -18,7 +18,7 @@ print('case | megakernel: traced, simulated median us | own kernel: traced, simu
 for case in meta:
     if '-' in case and case.split('-')[-1] in ('persistent','ready_queue','dig0','dig128','dig196'): continue
     about=meta[case]; g=graph_of(about)
-    mapping=make(g, about["strategy"], **about.get("params", {}))
+    mapping=mapping_of(about)
     row=[]
     for kind in ('fused','nonfused'):
         ex=SimpyInterpreter(spec).run(g, mapping if kind=='fused' else None, RunConfig(mode='static') if kind=='fused' else RunConfig(launch='nonfused'))

@@ -5,11 +5,11 @@ averaged over its blocks, the GEMM and input blocks working on its SM and the in
     python input_company.py PROFILE CASE...
 """
 import sys, numpy as np
+from megasim.app.calibrate.predict import mapping_of
 from megasim.app.calibrate.profile import load_profile
 from megasim.app.calibrate.trace_law import graph_of, load_sample, overlap
 from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.mapping import make
 from megasim.contract.problem import Op
 from megasim.engine.interpreter import SimpyInterpreter
 spec = load_profile(sys.argv[1]).apply(load_gpu('h200'))
@@ -30,7 +30,7 @@ def stats(r):
     return np.median(w), np.mean(ng), np.mean(ni), np.mean(mi)
 print('case | work tr/sim | gemms on SM tr/sim | inputs on SM tr/sim | inputs on chip tr/sim')
 for case in sys.argv[2:]:
-    about=meta[case]; g=graph_of(about); m=make(g, about['strategy'], **about.get('params',{}))
+    about=meta[case]; g=graph_of(about); m=mapping_of(about)
     s=SimpyInterpreter(spec).run(g,m,RunConfig(mode='static')).records; t=traces[case]['fused']
     a=stats({k:t[k] for k in ('op','sm','ready_us','end_us')}); b=stats({k:s[k] for k in ('op','sm','ready_us','end_us')})
     print(f"{case:10s} | {a[0]:5.1f}/{b[0]:5.1f} | {a[1]:4.2f}/{b[1]:4.2f} | {a[2]:4.2f}/{b[2]:4.2f} | {a[3]:6.1f}/{b[3]:6.1f}")
