@@ -10,11 +10,10 @@ is checked. Writes `cases.json` in OUT: per case, its blocks and the bytes each 
 according to the task graph."""
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "write_traffic_h200"))
-from launch import per_op  # noqa: E402
+from launch import case_row  # noqa: E402
 
 CASES = ["DenseNet", "VGG-1", "VGG-2", "YOLOv3-1", "ResNet-1", "ResNet-2", "ResNet-3", "ResNet-4", "YOLOv3-4",
          "YOLOv3-5"]
@@ -40,10 +39,7 @@ def main(out: Path, gpu: str = "h200") -> int:
             fused.launch(xs[0], wts[0], ys[0])
             cp.cuda.Device().synchronize()
             fused.check()
-        read, written = graph.bytes_per_task()
-        rows.append({"case": name, "partition": asdict(graph.partition), "params": dict(mapping.params),
-                     "blocks": per_op(graph, graph.op >= 0),
-                     "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)})
+        rows.append(case_row(name, graph, params=dict(mapping.params)))
         print(f"{name}: launched twice", flush=True)
     (out / "cases.json").write_text(json.dumps(rows, indent=1))
     return 0

@@ -28,6 +28,15 @@ def per_op(graph, values) -> dict:
     return {OP_NAMES[o]: int(values[graph.op == o].sum()) for o in Op}
 
 
+def case_row(name: str, graph, **extra) -> dict:
+    """A `cases.json` row of the later Nsight Compute calls (session 16's transforms, docs/results/ncu_fused): the
+    case, its partition, `extra`, and per task type its blocks and the bytes it reads and writes."""
+    from dataclasses import asdict
+    read, written = graph.bytes_per_task()
+    return {"case": name, "partition": asdict(graph.partition), **extra, "blocks": per_op(graph, graph.op >= 0),
+            "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)}
+
+
 def main(out: Path, gpu: str = "h200") -> int:
     from megasim.app.catalog import partition_for
     from megasim.contract.graph import build_graph

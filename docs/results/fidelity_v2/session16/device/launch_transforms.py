@@ -9,11 +9,10 @@ writes according to the task graph.
 """
 import json
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "write_traffic_h200"))
-from launch import layer_of, per_op  # noqa: E402
+from launch import case_row, layer_of  # noqa: E402
 
 CASES = ["ResNet-1", "ResNet-2", "VGG-3", "DenseNet", "gen-n32c128h128w128k32-f4", "gen-n16c256h100w100k100-f4",
          "gen-n64c256h17w57k32-f6", "gen-n16c96h256w256k16-f6"]
@@ -36,10 +35,7 @@ def main(out: Path) -> int:
         xs, wts, ys = rotation_inputs(cp, layer, 11, nsets=1)
         nonfused.launch(xs[0], wts[0], ys[0])
         cp.cuda.Device().synchronize()
-        read, written = graph.bytes_per_task()
-        rows.append({"case": name, "partition": asdict(graph.partition),
-                     "blocks": per_op(graph, graph.op >= 0),
-                     "written_bytes": per_op(graph, written), "read_bytes": per_op(graph, read)})
+        rows.append(case_row(name, graph))
         print(f"{name}: launched", flush=True)
     (out / "cases.json").write_text(json.dumps(rows, indent=1))
     return 0
