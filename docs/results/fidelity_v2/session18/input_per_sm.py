@@ -4,7 +4,7 @@ Each case's input kernel, cut to its first k x 132 tasks, is simulated alone; pe
 end) and the kernel's span, against the traced median block and the event-timed kernel. The slope per extra block
 is what an input block shares of its SM with its own kind.
 
-    python input_per_sm.py PROFILE [PROFILE...] [--queued S]
+    python input_per_sm.py PROFILE [PROFILE...] [--queued S] [--l2-cap JSON]
 """
 import json
 import sys
@@ -24,12 +24,10 @@ from megasim.engine import Kernel, run_kernels  # noqa: E402
 
 HERE = Path(__file__).parent
 args = sys.argv[1:]
-if "--queued" in args:
-    i = args.index("--queued")
-    sys.path.insert(0, str(HERE))
-    import queued
-    queued.install({"input_transform": float(args[i + 1])})
-    del args[i:i + 2]
+sys.path.insert(0, str(HERE))
+import options  # noqa: E402
+
+options.take_all(args)
 measured = json.loads((HERE / "device" / "input_per_sm.json").read_text())
 specs = [load_profile(p).apply(load_gpu("h200")) for p in args]
 
