@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 from megasim.app.calibrate.corpus_eval import predict_corpus
 from megasim.app.calibrate.profile import load_profile
+from megasim.app.calibrate.run import raw_paths
 from megasim.app.catalog import load_gpu
 
-CORPUS = Path("scenarios/calibrations/raw/h200_corpus.jsonl")
+CORPUS = raw_paths("scenarios/calibrations/raw", "h200")["corpus"]
 
 
 def rows_of(path):

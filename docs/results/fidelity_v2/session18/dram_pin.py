@@ -1,8 +1,9 @@
 """Study patch: stage 2 keeps the input transform's DRAM access efficiency at a pinned value and fits the rest.
 
-The device's input kernels run k blocks to an SM (device/input_per_sm.json): past one block, each extra block per
-SM adds the time of its bytes at about 4.3-4.7 TB/s on F(4) and F(6), the H200's DRAM stream rate, where the
-fitted 0.80 gives 3.6 (session 18, item 5)."""
+The reading it tested: in the device's single-wave input launches (device/input_per_sm.json) each extra block per
+SM adds the time of its bytes at 4.3-4.7 TB/s on F(4) and F(6), which looked like an access efficiency near 1.0.
+Nsight Compute then showed those launches' stores staying in L2 (docs/calibration-analysis.md, session 18, item 3),
+so the reading is withdrawn and the runs made with this patch (`d*`) are a record, not evidence."""
 from megasim.app.calibrate import fit, run
 from megasim.contract.problem import OP_NAMES, Op
 

@@ -7,17 +7,18 @@ the corpus's held-out shapes (the fastest predicted of four runs).
     python pick_bias.py [PROFILE]
 """
 import json, sys
-from pathlib import Path
 import numpy as np
 from megasim.app.calibrate.corpus_eval import by_shape, predict_corpus
 from megasim.app.calibrate.metrics import by_layer, simulators_pick
 from megasim.app.calibrate.profile import load_profile
+from megasim.app.calibrate.run import raw_paths
 from megasim.app.calibrate.validate import predict_runs
 from megasim.app.catalog import load_gpu
 
+RAW = raw_paths("scenarios/calibrations/raw", "h200")
 prof = sys.argv[1] if len(sys.argv) > 1 else "scenarios/calibrations/h200.toml"
 spec = load_profile(prof).apply(load_gpu("h200"))
-runs = json.loads(Path("scenarios/calibrations/raw/h200_runs.json").read_text())["runs"]
+runs = json.loads(RAW["runs"].read_text())["runs"]
 rows = predict_runs(runs, spec, shown=False)
 
 
@@ -36,5 +37,5 @@ def report(groups, title):
 
 
 report(by_layer(rows), "paper layers (13 mappings each)")
-corpus = predict_corpus(Path("scenarios/calibrations/raw/h200_corpus.jsonl"), spec, splits=("heldout",), shown=False)
+corpus = predict_corpus(RAW["corpus"], spec, splits=("heldout",), shown=False)
 report(by_shape(corpus), "held-out corpus shapes (4 runs each)")

@@ -1,8 +1,9 @@
 """Study patch: only a fraction of a task type's FP32 work queues for its SM's issue; the rest is latency.
 
 An input block alone takes the same time as before (its FP32 work at the SM's full rate plus its latency); beside n
-blocks that share the SM it takes s x fp x n + (1 - s) x fp + latency, s the queued fraction (session 18, item 2:
-traced input blocks share 0.2-0.4 of their time, the model's whole FP32 work is 0.57-0.78 of it).
+blocks that share the SM it takes s x fp x n + (1 - s) x fp + latency, s the queued fraction (docs/calibration-analysis.md,
+session 18, items 2-4: a traced input block shares 0.4-0.6 of its time alone per extra block of its kind, and the
+slowdown is in the memory system, not the SM's issue; the model's whole FP32 work is 0.57-0.78 of its time).
 """
 import numpy as np
 
