@@ -26,6 +26,24 @@ def load_study(folder: str, script: str) -> ModuleType:
     return module
 
 
+def assert_close(actual, expected, rel: float, where: str = "") -> None:
+    """`actual` equals `expected` with numbers within `rel`: nested dicts and lists walked, strings, bools and None
+    compared exactly. `pytest.approx` refuses a mapping that holds a string (pytest 9), and a record of a run
+    holds both its name and its figures."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and actual.keys() == expected.keys(), where
+        for key in expected:
+            assert_close(actual[key], expected[key], rel, f"{where}.{key}")
+    elif isinstance(expected, (list, tuple)):
+        assert isinstance(actual, (list, tuple)) and len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_close(a, e, rel, f"{where}[{i}]")
+    elif isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        assert actual == pytest.approx(expected, rel=rel), where
+    else:
+        assert actual == expected, where
+
+
 def _gpu_available() -> bool:
     if importlib.util.find_spec("cupy") is None:
         return False

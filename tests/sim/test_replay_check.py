@@ -1,4 +1,4 @@
-"""Issue 12's replay target as `megasim validate` reports it: each GPU's traced placements replayed, from committed data."""
+"""The replay target as `megasim validate` reports it: each GPU's traced placements replayed, from committed data."""
 import json
 
 import pytest
@@ -7,7 +7,7 @@ from megasim.app.calibrate.profile import load_profile, profile_path
 from megasim.app.calibrate.replay_check import replay_rows, replay_section, replay_summary, sample_paths, validate_replay
 from megasim.app.catalog import load_gpu
 
-from ..conftest import CALIBRATION_RAW, REPO, STUDIES
+from ..conftest import CALIBRATION_RAW, REPO, STUDIES, assert_close
 
 REPORTS = {"h200": REPO / "docs" / "calibration.md", "h100": REPO / "docs" / "calibration-h100.md"}
 SMALL = ("ResNet-4", "gen-n4c512h17w17k32-f4")  # 768 and 110 blocks
@@ -38,7 +38,7 @@ def test_the_committed_replays_are_what_the_model_gives_today(gpu):
     committed = {r["case"]: r for r in _committed(gpu)["rows"]}
     assert set(rows) == set(SMALL)
     for case, row in rows.items():
-        assert row == pytest.approx(committed[case], rel=1e-9)
+        assert_close(row, committed[case], rel=1e-9, where=case)
 
 
 def test_a_gpu_without_its_own_sample_gets_no_replay_section(tmp_path):
