@@ -100,17 +100,63 @@ def partition_for(layer: Layer, gpu: str = "h200", overrides: str | None = None,
     `same_as = "<gpu>"` is that GPU's. `overrides` is the CLI's "name=int,..."
     and applies on top.
     """
-    path = root / "partitions" / f"{gpu.lower()}.toml"
-    fields = Partition().to_dict()
-    if path.exists():
-        data = read_toml(path)
-        if "same_as" in data:
-            path = root / "partitions" / f"{str(data['same_as']).lower()}.toml"
-            data = read_toml(path)
-        fields.update(data.get("default_small_k" if layer.k < 64 else "default", {}))
-        fields.update(data.get("layers", {}).get(layer.name, {}))
+    fields, path, _, _ = _table(layer, gpu, root)
     part = _partition(fields, str(path))
     return apply_overrides(part, overrides) if overrides else part
+
+
+def partition_and_source(layer: Layer, gpu: str = "h200", overrides: str | None = None,
+                         root: Path = SCENARIOS) -> tuple[Partition, str]:
+    """`partition_for`'s partition and where it came from, in words `simulate` prints: the table file and
+    its row or default, or `Partition()`'s defaults, then any `--partition`.
+
+    A table row is found by the layer's name, never by its shape: `--shape` of a named layer keeps the
+    table's default (the committed predictions of custom shapes stay as they are), and the source then
+    names the layer whose row `--layer` would get.
+    """
+    fields, path, source, rows = _table(layer, gpu, root)
+    if rows and layer.name not in rows:
+        source += _same_shape_note(layer, rows, root)
+    part = _partition(fields, str(path))
+    if overrides:
+        return apply_overrides(part, overrides), f"{source}, then --partition {overrides}"
+    return part, source
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(SCENARIOS.parent)) if SCENARIOS.parent in path.parents else str(path)
+
+
+def _table(layer: Layer, gpu: str, root: Path) -> tuple[dict, Path, str, dict]:
+    """(fields, the table read, where the fields came from, the table's [layers] rows)."""
+    path = root / "partitions" / f"{gpu.lower()}.toml"
+    fields = Partition().to_dict()
+    if not path.exists():
+        return fields, path, f"Partition() defaults (no {_shown(path)})", {}
+    data = read_toml(path)
+    via = ""
+    if "same_as" in data:
+        via = f" (same_as in {_shown(path)})"
+        path = root / "partitions" / f"{str(data['same_as']).lower()}.toml"
+        data = read_toml(path)
+    section = "default_small_k" if layer.k < 64 else "default"
+    rows = data.get("layers", {})
+    fields.update(data.get(section, {}))
+    fields.update(rows.get(layer.name, {}))
+    where = f'[layers] "{layer.name}" over [{section}]' if layer.name in rows else f"[{section}]"
+    return fields, path, f"{_shown(path)}{via} {where}", rows
+
+
+def _same_shape_note(layer: Layer, rows: dict, root: Path) -> str:
+    shape = tuple(getattr(layer, f) for f in _SHAPE)
+    for name in rows:
+        try:
+            named = load_layer(name, root)
+        except MegasimError:
+            continue
+        if tuple(getattr(named, f) for f in _SHAPE) == shape:
+            return f"; this is {named.name}'s shape, whose row --layer {named.name} gets"
+    return ""
 
 
 def _partition(fields: dict, origin: str) -> Partition:
@@ -122,11 +168,14 @@ def _partition(fields: dict, origin: str) -> Partition:
 
 def apply_overrides(part: Partition, text: str) -> Partition:
     """`--partition tiles_per_group=64,gemm_k_per_task=32` on top of `part`."""
-    fields = part.to_dict()
+    fields, given = part.to_dict(), set()
     for item in text.split(","):
         key, sep, value = item.partition("=")
         if not sep or not value.strip().lstrip("-").isdigit():
             raise MegasimError(f"--partition wants name=integer pairs separated by commas, got {item!r}")
+        if key.strip() in given:
+            raise MegasimError(f"--partition {text}: {key.strip()} given twice; give it once")
+        given.add(key.strip())
         fields[key.strip()] = int(value)
     return _partition(fields, "--partition")
 
@@ -135,11 +184,23 @@ def gpu_names(root: Path = SCENARIOS) -> list[str]:
     return sorted(p.stem for p in (root / "gpus").glob("*.toml"))
 
 
+def is_spec_file(name: str) -> bool:
+    """Whether `--gpu NAME` is a path to a spec file of one's own (it ends in .toml) rather than a GPU of
+    scenarios/gpus: a spec file never takes a committed calibration, whatever its file is called."""
+    return Path(name).suffix == ".toml"
+
+
+def gpu_path(name: str, root: Path = SCENARIOS) -> Path:
+    """The spec file `--gpu NAME` reads: the path given, else scenarios/gpus/<name>.toml (any case)."""
+    if is_spec_file(name):
+        return Path(name)
+    path = root / "gpus" / f"{name.lower()}.toml"
+    if not path.exists():
+        raise MegasimError(f"unknown GPU {name!r}; known: {', '.join(gpu_names(root))}")
+    return path
+
+
 def load_gpu(name: str, root: Path = SCENARIOS) -> GPUSpec:
     """Load scenarios/gpus/<name>.toml (case-insensitive name) or a path to a TOML file."""
-    path = Path(name)
-    if path.suffix != ".toml":
-        path = root / "gpus" / f"{name.lower()}.toml"
-        if not path.exists():
-            raise MegasimError(f"unknown GPU {name!r}; known: {', '.join(gpu_names(root))}")
+    path = gpu_path(name, root)
     return gpu_from_dict(read_toml(path), path.stem, str(path))

@@ -56,14 +56,21 @@ def add_option_flags(*parsers) -> None:
 
 
 def _assignments(args) -> dict[str, str]:
+    """--opt's name=value pairs (and --replay-trace as trace=PATH); a name given twice is refused, since
+    only one of its values could be used."""
     out = {}
     for item in getattr(args, "opt", None) or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise MegasimError(f"--opt wants name=value, got {item!r}")
+        if name.strip() in out:
+            raise MegasimError(f"--opt {name.strip()} given twice ({out[name.strip()]!r}, then {value.strip()!r}); "
+                               "give it once")
         out[name.strip()] = value.strip()
     if getattr(args, "replay_trace", None):
-        out.setdefault("trace", args.replay_trace)
+        if "trace" in out:
+            raise MegasimError("--replay-trace and --opt trace=... both name the replay trace; give one")
+        out["trace"] = args.replay_trace
     return out
 
 
@@ -84,6 +91,11 @@ def options_from_args(args) -> tuple[dict, dict]:
         takes = [f"{e.label} takes {', '.join(e.names()) or 'none'}" for e in (strategy, policy) if e]
         raise MegasimError(f"unknown option(s) {', '.join(unknown)}; {'; '.join(takes)}")
     flags = {n: getattr(args, n) for n in getattr(args, "option_flags", ()) if getattr(args, n, None) is not None}
+    both = sorted(set(flags) & set(assigned))
+    if both:
+        name = both[0]
+        raise MegasimError(f"--{name.replace('_', '-')} {flags[name]} and --opt {name}={assigned[name]} give one "
+                           "option twice; give it once")
     to_policy = {k: v for k, v in assigned.items() if k in theirs and k not in strategy.names()}
     return {**flags, **{k: v for k, v in assigned.items() if k not in to_policy}}, to_policy
 

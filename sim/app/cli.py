@@ -7,15 +7,12 @@ import os
 import signal
 import sys
 
+from megasim.app.arguments import Parser as _Parser
+from megasim.app.arguments import check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import MODES
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise MegasimError(message)
 
 
 def _layer(args):
@@ -37,17 +34,17 @@ def _problem_args(p):
 
 
 def _problem(args, gpu_name: str):
-    """(layer, variant, partition, mode) from a mapping file, or from --layer/--shape, --variant and the
-    GPU's partition table."""
+    """(layer, variant, partition, where the partition came from, mode) from a mapping file, or from
+    --layer/--shape, --variant and the GPU's partition table."""
     if args.mapping:
         from megasim.app.mapping_flags import problem_from_mapping_file
         layer, variant, partition, mode = problem_from_mapping_file(args)
-        return layer, variant, partition, args.mode or mode
-    from megasim.app.catalog import partition_for
+        return layer, variant, partition, f"the --mapping file {args.mapping}", args.mode or mode
+    from megasim.app.catalog import partition_and_source
     from megasim.contract.problem import WinogradVariant
     layer = _layer(args)
     variant = WinogradVariant(args.variant) if args.variant is not None else WinogradVariant()
-    return layer, variant, partition_for(layer, gpu_name, args.partition), args.mode or MODES[0]
+    return (layer, variant, *partition_and_source(layer, gpu_name, args.partition), args.mode or MODES[0])
 
 
 def cmd_simulate(args) -> int:
@@ -60,7 +57,7 @@ def cmd_simulate(args) -> int:
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
     gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
-    layer, variant, partition, mode = _problem(args, gpu.name)
+    layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
@@ -70,9 +67,10 @@ def cmd_simulate(args) -> int:
         from megasim.app.calibrate.uncertainty import Uncertainty
         call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us)
     if args.json:
-        print(json.dumps({**result.to_json(), "uncertainty": call, "model": model_note}))
+        print(json.dumps({**result.to_json(), "partition": partition.to_dict(), "partition_source": partition_source,
+                          "uncertainty": call, "model": model_note}))
     else:
-        print_simulation(graph, gpu, result)
+        print_simulation(graph, gpu, result, partition_source)
         if call:
             print_call(call)
         print(f"model: {model_note}")
@@ -118,7 +116,8 @@ def cmd_calibrate(args) -> int:
         from megasim.app.calibrate.measure import calibrate_measure
         calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
     fit_profile(args.gpu, args.raw, args.out, sharing=args.sharing, trace_sample=args.trace_sample)
-    print(f"wrote {args.out}")
+    from megasim.app.calibrate.raw import fitted_note
+    print(fitted_note(load_gpu(args.gpu).name, args.out, args.raw, measured=not args.from_raw))
     return 0
 
 
@@ -180,11 +179,12 @@ def _bench_args(p):
 
 def _calibration_commands(sub) -> None:
     """`calibrate` and `validate`."""
-    from megasim.app.catalog import SCENARIOS
     cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
     cal.add_argument("--gpu", default="h200")
-    cal.add_argument("--out", default=None, help="profile TOML (default scenarios/calibrations/<gpu>.toml)")
-    cal.add_argument("--raw", default=str(SCENARIOS / "calibrations" / "raw"), help="where raw measurements go")
+    cal.add_argument("--out", default=None, help="profile TOML (default out/calibrate/<gpu>.toml)")
+    cal.add_argument("--raw", default=None, help="where raw measurements go (default out/calibrate/raw), or with "
+                                                 "--from-raw are read from (default the committed "
+                                                 "scenarios/calibrations/raw)")
     cal.add_argument("--reps", type=int, default=20)
     cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
     cal.add_argument("--corpus", type=int, metavar="COUNT",
@@ -210,8 +210,9 @@ def _calibration_commands(sub) -> None:
     val.add_argument("--allow-other-gpu", action="store_true",
                      help="validate against runs measured on another GPU (a transfer study); refused otherwise")
     val.add_argument("--jobs", type=int, default=2)
-    val.add_argument("--corpus", action="store_true",
-                     help="also predict the held-out generated corpus shapes (<gpu>_corpus.jsonl beside the measurements)")
+    val.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=True,
+                     help="predict the held-out generated corpus shapes too, where <gpu>_corpus.jsonl lies beside the "
+                          "measurements (default; --no-corpus skips them)")
     val.set_defaults(func=cmd_validate)
 
 
@@ -253,13 +254,15 @@ def _compare_parser(sub) -> None:
     p.set_defaults(func=_cmd_compare)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="megasim", description=__doc__)
-    parser.add_argument("--version", action=_Version)
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping")
+def _simulate_parser(sub):
+    """`simulate`, with the glossary of its output as the epilog of its --help."""
+    from megasim.app.glossary import SIMULATE_GLOSSARY
+    sim = sub.add_parser("simulate", help="predict fused and non-fused time for one layer and mapping",
+                         epilog=SIMULATE_GLOSSARY, formatter_class=argparse.RawDescriptionHelpFormatter)
     _problem_args(sim)
-    sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus, or a path to a spec TOML")
+    sim.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (with its committed calibration "
+                                                   "profile, if any), or a path to a spec TOML of one's own (its "
+                                                   "figures only: no profile unless --profile)")
     add_policy_args(sim)
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -271,8 +274,17 @@ def build_parser() -> argparse.ArgumentParser:
     calibrated.add_argument("--uncalibrated", action="store_true",
                             help="use the datasheet spec even where a calibrated profile exists")
     calibrated.add_argument("--profile", metavar="TOML",
-                            help="a calibration profile to use instead of the GPU's committed one (a study profile)")
+                            help="a calibration profile to use instead of the GPU's committed one (a study "
+                                 "profile), or over a --gpu spec file")
     sim.set_defaults(func=cmd_simulate)
+    return sim
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="megasim", description=__doc__)
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sim = _simulate_parser(sub)
     sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
     sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
     sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
@@ -299,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "worker processes (default --jobs), tcp://host:8786 attaches to one")
     srch.add_argument("--storage", help="an Optuna journal file PATH.journal (default OUT/study.journal) or an "
                                         "Optuna RDB URL such as sqlite:///PATH; reruns resume")
-    srch.add_argument("--out", help="output folder, locked while a search runs (default search-results/LAYER-GPU "
+    srch.add_argument("--out", help="output folder, locked while a search runs (default out/search/LAYER-GPU "
                                     "or NETWORK-GPU)")
     srch.add_argument("--seed", type=int, default=0, help="sampler seed")
     srch.add_argument("--validate-top", type=int, help="measure the K best and the paper default on this GPU")
@@ -328,14 +340,15 @@ def main(argv=None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        check_needs(args)
         if getattr(args, "command", None) in SIMULATOR_COMMANDS:
             single_blas_thread()
         if not getattr(args, "func", None):
             parser.print_help()
             return 2
-        if getattr(args, "command", None) == "calibrate" and args.out is None:
-            from megasim.app.calibrate.profile import profile_path
-            args.out = str(profile_path(args.gpu))
+        if getattr(args, "command", None) == "calibrate":
+            from megasim.app.calibrate.raw import calibrate_defaults
+            calibrate_defaults(args)
         return _run(args)
     except MegasimError as exc:
         print(f"megasim: error: {exc}", file=sys.stderr)

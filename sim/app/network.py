@@ -13,12 +13,14 @@ shape under the same mapping are one run.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from megasim.app.network_spec import Network, NetworkLayer
 from megasim.contract.errors import MegasimError
+from megasim.contract.files import regular_file
 from megasim.contract.problem import Layer
 
 MAPPING_FILES = ("<layer>/best.json", "<layer>.json")  # megasim.app.cli's MAPPINGS_HELP says the same
@@ -50,12 +52,14 @@ class Row:
 
 def mapping_file(folder: Path, entry: NetworkLayer) -> Path | None:
     """The mapping file `folder` holds for a layer, or None. <layer> is the entry's name (conv4_x), or its
-    full layer name (ResNet-50/conv4_x, a subfolder per network)."""
+    full layer name (ResNet-50/conv4_x, a subfolder per network). Whatever is there by that name must be a
+    regular file: a FIFO would hang the read, and skipping a folder or a broken link would run the default
+    mapping in its place without a word."""
     for name in (entry.name, entry.layer.name):
         for pattern in MAPPING_FILES:
             path = folder / pattern.replace("<layer>", name)
-            if path.is_file():
-                return path
+            if os.path.lexists(path):
+                return regular_file(path)
     return None
 
 

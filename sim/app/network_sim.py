@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from megasim.app.catalog import partition_for
+from megasim.app.catalog import partition_and_source
 from megasim.app.network_spec import NetworkLayer, load_network_spec
 from megasim.app.choices import mapping_from_args, options_from_args
 from megasim.app.network import LayerTimes, plan, report, run_rows
@@ -31,29 +31,41 @@ def refuse_single_layer_flags(args) -> None:
 
 
 def _graph_and_mapping(layer, path: Path | None, args, gpu):
-    """The graph and mapping of one layer: from its mapping file, or from the command's flags."""
+    """The graph, mapping, mode and where the partition came from of one layer: from its mapping file, or
+    from the command's flags."""
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping.io import load_mapping, mode_of, problem_of, read_mapping_file
     if path is None:
         variant = WinogradVariant(args.variant if args.variant is not None else WinogradVariant().m)
-        graph = build_graph(layer, variant, partition_for(layer, gpu.name, args.partition))
-        return graph, mapping_from_args(graph, args), args.mode or MODES[0]
+        partition, source = partition_and_source(layer, gpu.name, args.partition)
+        graph = build_graph(layer, variant, partition)
+        return graph, mapping_from_args(graph, args), args.mode or MODES[0], source
     doc = read_mapping_file(path)
     _, variant, partition = problem_of(doc, str(path))
     graph = build_graph(layer, variant, partition)
-    return graph, load_mapping(path, graph), args.mode or mode_of(doc, str(path))
+    return graph, load_mapping(path, graph), args.mode or mode_of(doc, str(path)), f"the mapping file {path}"
 
 
 def simulate_layer(entry: NetworkLayer, path: Path | None, args, gpu) -> LayerTimes:
     from megasim.engine.simulate import simulate
-    graph, mapping, mode = _graph_and_mapping(entry.layer, path, args, gpu)
+    graph, mapping, mode, source = _graph_and_mapping(entry.layer, path, args, gpu)
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
     return LayerTimes(result.fused.time_us, result.nonfused.time_us,
                       {"variant": graph.variant.m, "mode": mode, "strategy": result.strategy,
                        "params": result.params, "num_tbs": result.num_tbs, "infusible": result.infusible,
                        "sim_seconds": result.sim_seconds, "fused_sim_cpu_s": result.fused_sim_cpu_s,
                        "nonfused_sim_cpu_s": result.nonfused_sim_cpu_s,
-                       "fused_tbs_per_cpu_s": result.fused_tbs_per_cpu_s})
+                       "fused_tbs_per_cpu_s": result.fused_tbs_per_cpu_s,
+                       "partition": graph.partition.to_dict(), "partition_source": source})
+
+
+def partition_lines(rows: list[dict]) -> list[str]:
+    """Where each layer's partition came from, one line per source: the table is keyed by the names of
+    scenarios/layers, so a network's layer of the same shape gets the table's default, as `--shape` does."""
+    by_source: dict[str, list[str]] = {}
+    for r in rows:
+        by_source.setdefault(r["partition_source"], []).append(r["name"])
+    return [f"partition of {', '.join(names)} from: {source}" for source, names in by_source.items()]
 
 
 def simulate_network(args) -> int:
@@ -73,5 +85,6 @@ def simulate_network(args) -> int:
         print(json.dumps(doc))
     else:
         print(format_network(doc, title))
-        print(model_note)
+        print("\n".join(partition_lines(doc["layers"])))
+        print(f"model: {model_note}")
     return 0

@@ -16,7 +16,8 @@ from megasim.contract.writing import check_writable
 
 FIGURE_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 
-OUTPUT_FILES = {"simulate": ("trace", "plot"), "bench": ("out",), "calibrate": ("out",), "validate": ("report",)}
+OUTPUT_FILES = {"simulate": ("trace", "plot"), "bench": ("out", "plot", "trace"), "calibrate": ("out",),
+                "validate": ("report",), "compare": ("plot",)}
 OUTPUT_FOLDERS = {"validate": ("out",), "search": ("out",)}
 
 
@@ -39,6 +40,9 @@ def named_outputs(args) -> list[tuple[str, str, bool]]:
     named += [(_flag(n), getattr(args, n, None), True) for n in OUTPUT_FOLDERS.get(command, ())]
     if command == "calibrate" and not getattr(args, "from_raw", False):
         named.append(("--raw", args.raw, True))
+    if command == "search" and getattr(args, "storage", None):
+        from megasim.app.search.store import storage_file
+        named.append(("--storage", storage_file(args.storage), False))
     return [(flag, path, folder) for flag, path, folder in named if path]
 
 
@@ -46,7 +50,7 @@ def preflight(args) -> None:
     """Refuse, before any work, outputs that cannot be written, a `--plot` of an unknown format, and two
     outputs that name one file."""
     named = named_outputs(args)
-    if getattr(args, "command", None) == "simulate" and getattr(args, "plot", None):
+    if getattr(args, "command", None) in ("simulate", "compare", "bench") and getattr(args, "plot", None):
         figure_format(args.plot)
     seen: dict[Path, str] = {}
     for flag, path, folder in named:

@@ -8,7 +8,14 @@ from __future__ import annotations
 from megasim.engine.simulate import floors_us
 
 
-def format_simulation(graph, gpu, result) -> str:
+def format_partition(partition, source: str) -> list[str]:
+    """The partition the tasks were cut by, in `--partition`'s own syntax, and where it came from: two runs
+    of one convolution differ by it (a named layer's table row against a shape's default)."""
+    fields = ",".join(f"{k}={v}" for k, v in partition.to_dict().items())
+    return [f"partition: {fields}", f"partition from: {source}"]
+
+
+def format_simulation(graph, gpu, result, partition_source: str | None = None) -> str:
     g, f, n = graph.geometry, result.fused, result.nonfused
     floors = floors_us(graph, gpu)
     head = (f"{graph.layer.name} {graph.layer.shape()}  F({graph.variant.m}x{graph.variant.m},3x3)  "
@@ -21,7 +28,8 @@ def format_simulation(graph, gpu, result) -> str:
              f"{'non-fused (4 kernels)':22} {n.time_us:10.1f} {n.dram_bytes / 1e6:10.1f} {n.l2_hit_rate:7.1%} "
              f"{'-':>18}"]
     kernels = " + ".join(f"{b - a:.1f}" for a, b in n.kernel_spans_us)
-    return "\n".join([head, tasks, *table,
+    part = format_partition(graph.partition, partition_source) if partition_source else []
+    return "\n".join([head, tasks, *part, *table,
                       f"non-fused kernels (filter + input + GEMM + output): {kernels} us, plus launch gaps",
                       f"speedup fused / non-fused: {result.speedup:.3f}x   infusible tasks: {result.infusible}   "
                       f"floors: FP32 {floors['flop_floor_us']:.1f} us, DRAM {floors['dram_floor_us']:.1f} us   "
@@ -35,8 +43,8 @@ def format_call(call: dict) -> str:
             f"{n0:.1f}-{n1:.1f} us, fusion margin {m0:+.1%} to {m1:+.1%}: {call['call']}")
 
 
-def print_simulation(graph, gpu, result) -> None:
-    print(format_simulation(graph, gpu, result))
+def print_simulation(graph, gpu, result, partition_source: str | None = None) -> None:
+    print(format_simulation(graph, gpu, result, partition_source))
 
 
 def print_call(call: dict) -> None:

@@ -2,6 +2,8 @@
 
 Files are read as bytes and decoded here, so a file that is not UTF-8 is one error naming the
 file and the offset of the first bad byte, never a UnicodeDecodeError from deep in a parser.
+Only regular files are read: a FIFO would wait for a writer forever, a device may never end, and a
+folder is not a file, so each is refused by `regular_file` before the first byte is read.
 
 Write-then-rename means an interrupted or failed write leaves nothing half-written; it lives in
 `megasim.contract.writing` with the checks every output gets before a command starts.
@@ -9,6 +11,8 @@ Write-then-rename means an interrupted or failed write leaves nothing half-writt
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 try:
@@ -17,15 +21,48 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from megasim.contract.errors import MegasimError
+from megasim.contract.writing import special_kind
 from megasim.contract.writing import write_then_rename  # noqa: F401  (re-exported: every writer imports it here)
+
+
+def _refuse_unless_regular(path, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise MegasimError(f"{path}: is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        kind = special_kind(mode) or "an unknown kind of file"
+        raise MegasimError(f"{path}: is {kind}, not a regular file; megasim reads regular files only")
+
+
+def regular_file(path) -> Path:
+    """`path`, if it names a regular file (through any links); one MegasimError otherwise, for readers that
+    open the file themselves (NumPy, Optuna). A missing file is refused too, in the words of the OS."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    _refuse_unless_regular(path, mode)
+    return Path(path)
+
+
+def read_bytes(path) -> bytes:
+    """A regular file's bytes. Checked before opening (opening a device can itself act) and again on the
+    open file, which is opened without blocking, so a file swapped for a FIFO in between cannot hang it."""
+    regular_file(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            _refuse_unless_regular(path, os.fstat(fh.fileno()).st_mode)
+            return fh.read()
+    except OSError as exc:
+        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def read_text(path) -> str:
     """A file's text: read as bytes, decoded as UTF-8 (a BOM is allowed); anything else is one MegasimError."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_bytes(path)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -48,7 +85,7 @@ def read_json(path):
     text = read_text(path)
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # a JSONDecodeError, or an integer past Python's 4300-digit limit
         raise MegasimError(f"{path}: malformed JSON: {exc}") from None
     except RecursionError:
         raise MegasimError(f"{path}: malformed JSON: nested too deeply") from None

@@ -23,6 +23,7 @@ of that run behind (`--trace ok.json --plot bad/x.png` leaves no ok.json).
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -47,7 +48,7 @@ _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")
           (stat.S_ISSOCK, "a socket"))
 
 
-def _kind(mode: int) -> str | None:
+def special_kind(mode: int) -> str | None:
     """What a non-regular, non-folder file is, in words; None for a regular file or a folder."""
     return next((name for test, name in _KINDS if test(mode)), None)
 
@@ -78,7 +79,7 @@ def _probe(user, folder: Path) -> None:
 def _refuse_existing(user, real: Path, folder: bool) -> None:
     """An existing target of the wrong kind: a special file, a folder for a file or a file for a folder."""
     mode = os.stat(real).st_mode
-    kind = _kind(mode)
+    kind = special_kind(mode)
     if kind:
         raise MegasimError(f"{user}: is {kind}, not a regular file; megasim writes regular files only")
     if folder and not stat.S_ISDIR(mode):
@@ -89,8 +90,19 @@ def _refuse_existing(user, real: Path, folder: bool) -> None:
         raise MegasimError(f"{user}: is read-only")
 
 
+def _refuse_loop(user) -> None:
+    """A path whose links lead round in a circle (`ln -s loop loop`): realpath and exists() both pass it
+    by in silence, and pathlib's resolve() raises RuntimeError, so it is looked for first."""
+    try:
+        os.stat(user)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise MegasimError(f"{user}: cannot write: its symlinks form a loop") from None
+
+
 def _checked(user, folder: bool) -> tuple[Path, Path]:
     """(where writing `user` lands, the folder that exists on the way there), refusing the wrong kinds."""
+    _refuse_loop(user)
     real = _target(Path(user))
     if real.exists():
         _refuse_existing(user, real, folder)

@@ -19,6 +19,7 @@ import megasim.contract.schema as schema
 from megasim.app.calibrate.measurements import Run, RunsFile, load_runs
 from megasim.app.calibrate.profile import _ProfileDoc, load_profile, profile_path
 from megasim.app.catalog import SCENARIOS, gpu_names, load_gpu
+from megasim.app.measured_trace import BlockSlice, RawTrace, RunMeta, SpinSlice, read_measured
 from megasim.contract.accept import LONGEST, REFUSED, accept
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_json, read_toml
@@ -37,6 +38,12 @@ GRAPH = build_graph(Layer(2, 32, 20, 20, 32))
 MAPPING = {"schema": 1, **describe(GRAPH), "mode": "static", "strategy": "paper", "params": {},
            "order": make(GRAPH, "paper").order.tolist()}
 FIELD_TYPES = typing.get_type_hints(GPUSpec, include_extras=True)
+RAW_TRACE = read_json(SCENARIOS / "calibrations" / "raw" / "h200_trace_resnet2.json")
+SHORT_TRACE = {**RAW_TRACE, "records": RAW_TRACE["records"][:3]}
+BLOCK_SLICE = {"ph": "X", "pid": 0, "tid": 94000, "name": "gemm", "cat": "block", "ts": 1.5, "dur": 12.25,
+               "args": {"block": 7, "task": 40, "op": "gemm", "sm": 94, "dispatch_us": 1.5}}
+SPIN_SLICE = {"ph": "X", "pid": 0, "tid": 94000, "name": "spin", "cat": "spin", "ts": 1.5, "dur": 1,
+              "args": {"block": 7, "task": 40, "op": "gemm"}}
 
 # values on either side of the ranges, types and shapes the declarations draw lines between
 EDGES = st.one_of(st.sampled_from([
@@ -112,7 +119,9 @@ def test_every_committed_file_is_taken_without_pydantic(monkeypatch):
             load_profile(profile_path(name))
     for runs in (SCENARIOS / "calibrations" / "raw").glob("*_runs.json"):
         load_runs(runs)
-    assert {kind for kind, _, _ in calls} >= {GPUSpec, _ProfileDoc, RunsFile}
+    for trace in (SCENARIOS / "calibrations" / "raw").glob("*_trace_resnet*.json"):
+        read_measured(trace)
+    assert {kind for kind, _, _ in calls} >= {GPUSpec, _ProfileDoc, RunsFile, RawTrace}
     for kind, data, got in calls:
         assert got is not REFUSED, (kind, data)
         assert same(got, schema.adapter(kind).validate_python(data)), kind
@@ -143,7 +152,10 @@ def test_field_values(name, value):
 
 @pytest.mark.parametrize("kind, base", [(GPUSpec, {"name": "h200", **SPEC["hardware"], **SPEC["model"]}),
                                         (_ProfileDoc, PROFILE), (MappingFile, MAPPING), (RunsFile, RUNS),
-                                        (Run, RUNS["runs"][0])], ids=lambda x: getattr(x, "__name__", ""))
+                                        (Run, RUNS["runs"][0]), (RawTrace, SHORT_TRACE),
+                                        (RunMeta, {k: v for k, v in RAW_TRACE.items() if k != "records"}),
+                                        (BlockSlice, BLOCK_SLICE), (SpinSlice, SPIN_SLICE)],
+                         ids=lambda x: getattr(x, "__name__", ""))
 def test_edited_documents(kind, base):
     """The committed documents with values replaced or keys dropped, up to three levels down."""
     assert agrees(kind, base)

@@ -61,7 +61,7 @@ BAD = [
     (["--storage", "garbage"], "file is not a database"),
     (["--storage", "truncated"], "malformed"),
     (["--storage", "not-a-journal"], "not an Optuna journal"),
-    (["--storage", "under-a-file"], "a file is in the way"),
+    (["--storage", "under-a-file"], "is a file, not a folder"),  # the message every output path gets
     (["--storage", "mysql://u@127.0.0.1:9/db"], "storage mysql://"),
     (["--scheduler", "local:0"], "worker count"),
     (["--scheduler", "local:two"], "worker count"),

@@ -18,8 +18,9 @@ pytest.importorskip("optuna")
 
 SHAPE = ["--shape", "2,32,20,20,32", "--quiet", "--jobs", "1"]
 # One mapping and one partition, every one of the nine (variant, mode) pairs legal on this layer.
-FIXED = ["--space", "dig=0", "--space", "dgo=0", "--space", "m=1", "--space", "tiles_per_group=32",
-         "--space", "gemm_k_per_task=32", "--space", "gemm_mats_per_task=1", "--space", "threads=256"]
+FIXED_BUT_DIG = ["--space", "dgo=0", "--space", "m=1", "--space", "tiles_per_group=32",
+                 "--space", "gemm_k_per_task=32", "--space", "gemm_mats_per_task=1", "--space", "threads=256"]
+FIXED = ["--space", "dig=0", *FIXED_BUT_DIG]
 
 
 def run(capsys, *argv):
@@ -61,7 +62,7 @@ def test_an_unpinned_search_explores_variants_and_modes(searched):
 
 def test_pinned_variant_and_mode_stay_fixed_in_a_study_of_their_own(searched, tmp_path, capsys):
     storage = f"sqlite:///{searched / 'study.db'}"  # the unpinned study's storage: the names must not collide
-    rc, text, _ = run(capsys, "search", *SHAPE, *FIXED, "--space", "dig=0,512", "--variant", "4",
+    rc, text, _ = run(capsys, "search", *SHAPE, *FIXED_BUT_DIG, "--space", "dig=0,512", "--variant", "4",
                       "--mode", "static", "--method", "grid", "--storage", storage, "--out", str(tmp_path))
     assert rc == 0 and "variant=4 mode=static dig=" in text
     doc = evaluations(tmp_path)

@@ -31,9 +31,12 @@ def _predict_shape(job) -> list[dict]:
              "pred_fused_us": predict_fused(r, spec), "pred_nonfused_us": nonfused} for r in runs]
 
 
-def predict_corpus(path: Path, spec, jobs: int = 2, splits=("train", "heldout"), shown: bool = True) -> list[dict]:
+def predict_corpus(path: Path, spec, jobs: int = 2, splits=("train", "heldout"), shown: bool = True,
+                   lines: list[dict] | None = None) -> list[dict]:
+    """Every run of the corpus at `path` (or its `lines`, as `raw.load_corpus` read and checked them) predicted."""
     from megasim.app.calibrate.jobs import largest_first, progress
-    lines = [json.loads(raw) for raw in Path(path).read_text().splitlines() if raw.strip()]
+    from megasim.app.calibrate.raw import load_corpus
+    lines = load_corpus(path) if lines is None else lines
     work = [(line, spec) for line in lines if line["runs"] and line["split"] in splits]
     costs = [sum(r["fused_us"] for r in line["runs"]) + line["runs"][0]["nonfused_us"] for line, _ in work]
     with ProcessPoolExecutor(jobs) as pool, progress(f"simulating {len(work)} corpus shapes", len(work), shown) as tick:
@@ -82,10 +85,10 @@ def corpus_summary(rows: list[dict]) -> dict:
 
 
 def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log,
-                    shown: bool = True) -> tuple[list[str], list[dict]]:
+                    shown: bool = True, lines: list[dict] | None = None) -> tuple[list[str], list[dict]]:
     """The held-out corpus shapes under the profile: their predictions file; the report's section and the rows."""
     from megasim.contract.files import write_then_rename
-    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",), shown=shown)
+    rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",), shown=shown, lines=lines)
     summary = corpus_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"corpus": str(corpus_path), "summary": summary, "rows": rows}, indent=1))

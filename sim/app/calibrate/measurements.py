@@ -70,15 +70,19 @@ def load_runs(path) -> tuple[dict, list[dict]]:
         raise MegasimError(f"{path}: not a runs file (a JSON object with \"runs\": [...], one per measured run)")
     parse(RunsFile, doc, str(path))
     for i, run in enumerate(doc["runs"]):
-        where = f"{path}: runs[{i}]"
-        try:
-            Layer(**run["layer"])
-            Partition.from_dict(run["partition"])
-            check_mode(run.get("mode", "static"))
-            MAPPINGS.get(run["strategy"]).make_options(run.get("params", {}))
-        except MegasimError as exc:
-            raise MegasimError(f"{where}: {exc}") from None
+        check_run(run, f"{path}: runs[{i}]")
     return doc.get("header", {}), doc["runs"]
+
+
+def check_run(run: dict, where: str) -> None:
+    """What a run's checked fields name: a layer, a partition, a scheduling mode and a mapping that exist."""
+    try:
+        Layer(**run["layer"])
+        Partition.from_dict(run["partition"])
+        check_mode(run.get("mode", "static"))
+        MAPPINGS.get(run["strategy"]).make_options(run.get("params", {}))
+    except MegasimError as exc:
+        raise MegasimError(f"{where}: {exc}") from None
 
 
 def _run_key(run: dict) -> str:
@@ -90,15 +94,16 @@ def attach_graph_kernels(runs: list[dict], path) -> int:
     `nonfused_kernels_graph_us`, that line's graph-prefix kernel times; returns how many runs got one.
 
     Stage 2 fits task types on these where present: unlike the eager event times they carry no host time.
-    A missing file attaches nothing; a malformed line is one MegasimError naming it."""
+    A missing file attaches nothing; an empty file or a malformed line is one MegasimError naming it."""
     from pathlib import Path
     path = Path(path)
     if not path.exists():
         return 0
     by_key = {}
-    for i, line in enumerate(read_text(path).splitlines()):
-        if not line.strip():
-            continue
+    lines = [(i, line) for i, line in enumerate(read_text(path).splitlines()) if line.strip()]
+    if not lines:
+        raise MegasimError(f"{path}: empty; it should hold one JSON object a line")
+    for i, line in lines:
         try:
             doc = json.loads(line)
         except ValueError as exc:

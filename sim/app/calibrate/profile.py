@@ -19,7 +19,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
 from megasim.contract.schema import Str, Text, float_in, int_in, parse
 from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
-from megasim.app.catalog import SCENARIOS, load_gpu
+from megasim.app.catalog import SCENARIOS, gpu_path, is_spec_file, load_gpu
 
 SECTIONS = ("profile", "hardware", "model", "fit", "uncertainty")
 
@@ -102,6 +102,11 @@ def load_profile(path) -> CalibrationProfile:
         raise MegasimError(f"{path}: a calibration profile has [profile] (with gpu), [hardware], [model], [fit]"
                            f"{'; missing ' + ', '.join(f'[{s}]' for s in lacking) if lacking else ''}")
     parse(_ProfileDoc, data, str(path))
+    for name, (low, high) in ((k, data.get("uncertainty", {}).get(k, (0, 0)))
+                              for k in ("fused_ratio", "nonfused_ratio", "margin_error")):
+        if low > high:
+            raise MegasimError(f"{path}: [uncertainty] {name} = [{low}, {high}] is inverted: its low end should "
+                               "not be above its high end")
     for section in ("hardware", "model"):
         check_model_fields(data[section], str(path), section)
     prov = dict(data["profile"])
@@ -143,31 +148,44 @@ def save_profile(profile: CalibrationProfile, path) -> Path:
     return Path(path)
 
 
-def _chosen(spec_name: str, profile) -> Path:
-    """The profile a command uses: the one given (which must exist), else the GPU's committed one."""
+def _chosen(name: str, spec_name: str, profile) -> Path | None:
+    """The profile a command uses: the one given (which must exist), else a named GPU's committed one; a
+    spec file of one's own gets none, even one called h200.toml (its figures are the user's, not ours)."""
     if profile is None:
-        return profile_path(spec_name)
+        return None if is_spec_file(name) else profile_path(spec_name)
     if not Path(profile).is_file():
         raise MegasimError(f"--profile {profile}: no such file")
     return Path(profile)
+
+
+def _shown(path: Path) -> Path:
+    real, checkout = Path(path).resolve(), SCENARIOS.parent.resolve()
+    return real.relative_to(checkout) if checkout in real.parents else path
 
 
 def simulation_model(name: str, uncalibrated: bool = False, profile=None):
     """What `megasim simulate` runs under: the spec, a note saying which (and whether it is stale), printed
     after "model: " and stored as it is in JSON, and the profile's [uncertainty] table (`Uncertainty.from_dict`
     reads it; None without a profile or one). `profile` is a profile file to use instead of the GPU's own.
-    The spec and the profile are read once."""
+    A spec file (`--gpu PATH.toml`) takes no committed profile, only a `profile` given; the note names the
+    spec file and the profile read, so that neither is picked up unseen. The spec and the profile are read once."""
     spec = load_gpu(name)
-    path = _chosen(spec.name, profile)
-    if uncalibrated or not path.exists():
-        why = "--uncalibrated" if uncalibrated else "no calibration profile"
-        return spec, f"datasheet spec scenarios/gpus/{spec.name}.toml ({why})", None
+    own = is_spec_file(name)
+    spec_shown = name if own else _shown(gpu_path(name))
+    path = _chosen(name, spec.name, profile)
+    if uncalibrated or path is None or not path.exists():
+        why = ("--uncalibrated" if uncalibrated else
+               "a --gpu spec file: no committed calibration applies; --profile adds one" if path is None else
+               f"no calibration profile: no {_shown(path)}")
+        return spec, f"datasheet spec {spec_shown} ({why})", None
+    given = "--profile; " if profile is not None else ""
     profile = load_profile(path)
-    if profile.gpu.lower() != spec.name.lower():
+    if not own and profile.gpu.lower() != spec.name.lower():
         raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
-    shown = path.relative_to(SCENARIOS.parent) if SCENARIOS.parent in path.parents else path
-    note = (f"calibrated profile {shown} "
-            f"(kernel build {profile.provenance.get('kernel_build', '?')}, {profile.provenance.get('date', '?')})")
+    over = (f"over spec file {spec_shown}: both apply, the profile's [hardware] and [model] (fitted on "
+            f"{profile.gpu}) replacing the file's" if own else f"over datasheet spec {spec_shown}")
+    note = (f"calibrated profile {_shown(path)} ({given}kernel build {profile.provenance.get('kernel_build', '?')}, "
+            f"{profile.provenance.get('date', '?')}) {over}")
     stale = profile.stale()
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else ""), profile.uncertainty or None
 

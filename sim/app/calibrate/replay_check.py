@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from megasim.app.calibrate.jobs import progress
-from megasim.contract.files import read_json, write_then_rename
+from megasim.contract.files import write_then_rename
 from megasim.contract.interpreter import RunConfig
 
 TARGET = 0.08
@@ -41,16 +41,26 @@ def _trace_file(rec: dict, folder: Path) -> Path:
     return path
 
 
+def load_replay_inputs(raw, gpu: str) -> tuple | None:
+    """(cases, traces, untraced us by case) of the GPU's own trace sample, checked; None where it has none."""
+    from megasim.app.calibrate.raw import load_sample_times
+    from megasim.app.calibrate.trace_law import load_sample
+    sample, times = sample_paths(raw, gpu)
+    if not (sample.exists() and times.exists()):
+        return None
+    return (*load_sample(sample), load_sample_times(times))
+
+
 def replay_rows(spec, sample_path, times_path, dispatches: dict = DISPATCHES, shown: bool = False,
-                only=None) -> list[dict]:
+                only=None, loaded: tuple | None = None) -> list[dict]:
     """Per static case (of `only`, if given): blocks, measured us, and per dispatch (name -> (policy or None for the
     default, options, the trace file added as `trace`)) the prediction, its error and the share of blocks on
-    their traced SM."""
+    their traced SM. `loaded`: the files as `load_replay_inputs` read them, so they are read once."""
     from megasim.app.calibrate.predict import graph_of, mapping_of
+    from megasim.app.calibrate.raw import load_sample_times
     from megasim.app.calibrate.trace_law import load_sample
     from megasim.engine.interpreter import SimpyInterpreter
-    meta, traces = load_sample(sample_path)
-    measured = {r["case"]: r["fused_untraced_us"] for r in read_json(times_path)}
+    meta, traces, measured = loaded or (*load_sample(sample_path), load_sample_times(times_path))
     cases = [c for c, about in meta.items() if about.get("mode", "static") == "static" and c in measured
              and (only is None or c in only)]
     out = []
@@ -99,13 +109,14 @@ def replay_section(rows: list[dict]) -> list[str]:
     return lines + [""]
 
 
-def validate_replay(spec, gpu: str, raw, out: Path, log, shown: bool = True) -> tuple[list[str], dict | None]:
+def validate_replay(spec, gpu: str, raw, out: Path, log, shown: bool = True,
+                    loaded: tuple | None = None) -> tuple[list[str], dict | None]:
     """`megasim validate`'s replay section and its summary, and `results/calibration/replay_<gpu>.json` under
-    `out`; nothing where the GPU has no trace sample and times of its own."""
+    `out`; nothing where the GPU has no trace sample and times of its own. `loaded`: as for `replay_rows`."""
     sample, times = sample_paths(raw, gpu)
     if not (sample.exists() and times.exists()):
         return [], None
-    rows = replay_rows(spec, sample, times, shown=shown)
+    rows = replay_rows(spec, sample, times, shown=shown, loaded=loaded)
     summary = replay_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"replay_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"sample": sample.name, "summary": summary, "rows": rows}, indent=1))
@@ -113,4 +124,4 @@ def validate_replay(spec, gpu: str, raw, out: Path, log, shown: bool = True) -> 
     return replay_section(rows), summary
 
 
-__all__ = ["TARGET", "replay_rows", "replay_section", "replay_summary", "sample_paths", "validate_replay"]
+__all__ = ["TARGET", "load_replay_inputs", "replay_rows", "replay_section", "replay_summary", "sample_paths", "validate_replay"]

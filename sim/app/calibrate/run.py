@@ -11,37 +11,22 @@ from pathlib import Path
 
 from megasim.gpu.build import kernel_build_hash
 from megasim.app.calibrate.corpus_eval import validate_corpus
-from megasim.app.calibrate.replay_check import validate_replay
+from megasim.app.calibrate.replay_check import load_replay_inputs, validate_replay
 from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.fused_dram import USABLE_L2
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
-from megasim.app.calibrate.trace_law import default_sample
+from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, corpus_runs, load_corpus, load_micro,
+                                       load_raw_trace, raw_paths)
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
-
-
-def raw_paths(raw_dir, gpu: str) -> dict:
-    raw = Path(raw_dir)
-    return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
-            "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
-            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu)}
-
-
-def corpus_runs(path: Path) -> list[dict]:
-    """Every run of a corpus JSONL (`megasim calibrate --corpus`), each carrying its shape's split."""
-    if not path.exists():
-        return []
-    return [run for line in path.read_text().splitlines() if line.strip()
-            for run in json.loads(line).get("runs", [])]
 
 
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
@@ -77,19 +62,22 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
             **costs}, pinned
 
 
-def carried_revalidation(out, kernel_build: str | None) -> dict:
-    """The replaced profile's `revalidated_builds` and `revalidation` when it was fitted on measurements of the
-    same kernel build: they say those measurements still hold for later builds, which a re-fit does not change."""
-    try:
-        old = load_profile(out)
-    except (MegasimError, TypeError):
-        return {}
-    if kernel_build is None or old.provenance.get("kernel_build") != kernel_build:
-        return {}
-    return {k: old.provenance[k] for k in ("revalidated_builds", "revalidation") if k in old.provenance}
+def carried_revalidation(out, kernel_build: str | None, gpu: str | None = None) -> dict:
+    """The replaced profile's `revalidated_builds` and `revalidation`, else the GPU's committed profile's, when
+    it was fitted on measurements of the same kernel build: they say those measurements still hold for later
+    builds, which a re-fit does not change (so a profile fitted afresh on the committed raw files is as current
+    as the committed profile, and does not call itself stale)."""
+    for path in (out, *([profile_path(gpu)] if gpu else [])):
+        try:
+            old = load_profile(path)
+        except (MegasimError, TypeError):
+            continue
+        if kernel_build is not None and old.provenance.get("kernel_build") == kernel_build:
+            return {k: old.provenance[k] for k in ("revalidated_builds", "revalidation") if k in old.provenance}
+    return {}
 
 
-def _provenance(files: list[Path], header: dict, out) -> dict:
+def _provenance(files: list[Path], header: dict, out, gpu: str | None = None) -> dict:
     """The profile's [profile] section: the measurement files it was fitted on (those that exist), where and on
     which kernel build they were measured, today, and the replaced profile's revalidation where it applies."""
     shown = [str(p.relative_to(SCENARIOS.parent)) if p.is_absolute() and SCENARIOS.parent in p.parents else str(p)
@@ -97,7 +85,7 @@ def _provenance(files: list[Path], header: dict, out) -> dict:
     return {"measurements": shown, "device": header.get("device", "?"),
             "measured_commit": header.get("git_commit", "?"),
             "kernel_build": header.get("kernel_build", kernel_build_hash()), "date": dt.date.today().isoformat(),
-            **carried_revalidation(out, header.get("kernel_build"))}
+            **carried_revalidation(out, header.get("kernel_build"), gpu)}
 
 
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "resident",
@@ -113,13 +101,13 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     usable L2 pinned from them (`fused_dram.USABLE_L2`): stage 3 then fits at most the block overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
-    micro = read_json(paths["micro"])
+    micro = load_micro(paths["micro"])
     header, runs = load_runs(paths["runs"])
     corpus = corpus_runs(paths["corpus"])
     graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
+    trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
-    trace = read_json(paths["trace"]) if paths["trace"].exists() else None
     if trace is not None:
         model["block_work_cv"] = work_cv_from_trace(trace)
     pinned, stage3 = None, {}
@@ -156,7 +144,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops,
                "sm_sharing": spec1.sm_sharing, **fused},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
-                                *([paths["trace"], sample] if pinned else [])], header, out),
+                                *([paths["trace"], sample] if pinned else [])], header, out, spec.name),
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
     save_profile(profile, out)
     return profile
@@ -169,7 +157,7 @@ def validate_paths(gpu: str | None, profile=None, measurements=None) -> tuple[Pa
     if gpu is not None:
         name = load_gpu(gpu).name
         profile = profile or profile_path(name)
-        measurements = measurements or raw_paths(SCENARIOS / "calibrations" / "raw", name)["runs"]
+        measurements = measurements or raw_paths(COMMITTED_RAW, name)["runs"]
     for path in (profile, measurements):
         if not Path(path).is_file():
             raise MegasimError(f"{path}: no such file")
@@ -204,12 +192,26 @@ def check_same_gpu(profile, profile_path, doc: dict, measurements, allow_other: 
     return False
 
 
-def _record_intervals(profile, profile_path, interval, same_gpu: bool, log) -> None:
-    """Store the held-out intervals in the profile, when they are its own GPU's and it can be written."""
+def _committed(profile, measurements, gpu: str) -> bool:
+    """Whether these are the GPU's committed profile and runs (package data), as `validate --gpu` takes them."""
+    return (Path(profile).resolve() == profile_path(gpu).resolve()
+            and Path(measurements).resolve() == raw_paths(COMMITTED_RAW, gpu)["runs"].resolve())
+
+
+def _record_intervals(profile, profile_path, interval, same_gpu: bool, log, out) -> None:
+    """Store the held-out intervals in the profile, when they are its own GPU's and it can be written.
+
+    A profile that is package data (scenarios/calibrations/<gpu>.toml) is rewritten only with the committed
+    report (`--out docs` in a checkout), whose committed predictions its intervals must match; any other
+    `validate` of it writes only under its --out. A profile of one's own (`calibrate`'s) gets its intervals here."""
     if interval is None or interval.to_dict() == profile.uncertainty:
         return
+    packaged = SCENARIOS.resolve() in Path(profile_path).resolve().parents
     if not same_gpu:
         log(f"not recording intervals from another GPU's runs in {profile_path}")
+    elif packaged and Path(out).resolve() != (SCENARIOS.parent / "docs").resolve():
+        log(f"the held-out intervals differ from {profile_path}'s [uncertainty]; left as they are (package data: "
+            f"`megasim validate --gpu {profile.gpu} --out docs` refreshes them with the committed report)")
     elif not os.access(profile_path, os.W_OK):
         log(f"{profile_path} is read-only: its intervals are left as they were")
     else:
@@ -219,24 +221,28 @@ def _record_intervals(profile, profile_path, interval, same_gpu: bool, log) -> N
 
 def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: int = 2, log=print, report=None,
                      allow_other_gpu: bool = False, corpus: bool = False, progress: bool = True) -> dict:
-    """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace.
+    """Everything is read and checked before the minutes of simulation: the profile, the runs, the trace, the
+    micro-benchmarks, the corpus (with `corpus`, where the file exists) and the trace sample replayed.
     `progress`: a bar on stderr (on a terminal) while the runs simulate."""
     if not isinstance(jobs, int) or jobs < 1:
         raise MegasimError(f"--jobs must be a positive number of worker processes, got {jobs}")
     profile = load_profile(profile_path)
     spec = profile.apply(load_gpu(profile.gpu))
     header, runs = load_runs(measurements)
+    check_heldout(runs, measurements)
     same_gpu = check_same_gpu(profile, profile_path, {"header": header}, measurements, allow_other_gpu)
     gpu = profile.gpu
-    trace_path, micro_path, graph_path = (raw_paths(Path(measurements).parent, gpu)[k]
-                                          for k in ("trace", "micro", "kernel_graph"))
-    attach_graph_kernels(runs, graph_path)
-    trace = read_json(trace_path) if trace_path.exists() else None
-    micro = read_json(micro_path) if micro_path.exists() else None
+    raw = Path(measurements).parent
+    paths = raw_paths(raw, gpu)
+    attach_graph_kernels(runs, paths["kernel_graph"])
+    trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
+    micro = load_micro(paths["micro"]) if paths["micro"].exists() else None
+    corpus_lines = load_corpus(paths["corpus"]) if corpus and paths["corpus"].exists() else None
+    replay_inputs = load_replay_inputs(raw, gpu) if same_gpu else None
     rows = predict_runs(runs, spec, jobs, progress)
     summary = summarise(rows)
     interval = Uncertainty.from_rows(rows)
-    _record_intervals(profile, profile_path, interval, same_gpu, log)
+    _record_intervals(profile, profile_path, interval, same_gpu, log, out_dir)
     out = Path(out_dir)
     report_path = Path(report) if report else out / "calibration.md"
     figures = {"scatter": out / f"figures/calibration_scatter_{gpu}.png"}
@@ -250,12 +256,12 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
         plot_overlay(records_from_dicts(trace["records"]), sim_rec, figures["overlay"], num_sms=spec.sm_count)
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
                   f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
-    corpus_path = raw_paths(Path(measurements).parent, gpu)["corpus"]
     corpus_rows = None
-    if corpus and corpus_path.exists():
-        lines, corpus_rows = validate_corpus(spec, gpu, corpus_path, out, jobs, log, progress)
+    if corpus_lines is not None:
+        lines, corpus_rows = validate_corpus(spec, gpu, paths["corpus"], out, jobs, log, progress, corpus_lines)
         extra += lines
-    replay, replayed = validate_replay(spec, gpu, Path(measurements).parent, out, log, progress) if same_gpu else ([], None)
+    replay, replayed = (validate_replay(spec, gpu, raw, out, log, progress, replay_inputs) if replay_inputs
+                        else ([], None))
     extra += replay
     extra += (_kernel_section(rows) + _winner_margins(rows, summary) + reach_section(rows, corpus_rows)
               + _interval_section(interval) + _profile_section(profile))
@@ -265,9 +271,10 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))
-    command = (f"megasim validate --profile {profile_path} --measurements {measurements} --out {out_dir}"
+    command = ((f"megasim validate --gpu {gpu}" if _committed(profile_path, measurements, gpu) else
+                f"megasim validate --profile {profile_path} --measurements {measurements}") + f" --out {out_dir}"
                + (f" --report {report}" if report else "") + (" --allow-other-gpu" if not same_gpu else "")
-               + (" --corpus" if corpus else ""))
+               + (" --no-corpus" if not corpus and paths["corpus"].exists() else ""))
     write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
                  extra)
     log(f"wrote {report_path}")

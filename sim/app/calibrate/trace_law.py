@@ -75,8 +75,10 @@ def load_sample(path) -> tuple[dict, dict]:
             out.setdefault(case, {}).setdefault(launch, {})[field] = values
         if not out or set(out) != set(meta) or any(set(r) != set(FIELDS) for c in out.values() for r in c.values()):
             raise ValueError("its cases, launches or fields do not match")
-    except (OSError, ValueError, KeyError, EOFError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
         raise MegasimError(f"{path}: not a packed trace sample (docs/results/trace_sample/pack.py): {exc}") from None
+    from megasim.app.calibrate.raw import check_sample
+    check_sample(meta, out, path)
     for launches in out.values():
         for rec in launches.values():
             rec["start_us"] = np.cumsum(rec["start_us"])

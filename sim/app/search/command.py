@@ -84,13 +84,24 @@ def prepare(layer, args, gpu):
 
 
 def search_layer(problem, space, config, storage: str, out: Path, model_note: str, executor=None) -> Found:
-    """Run one layer's search and write its table, best.json and heatmaps into `out`."""
+    """Run one layer's search and write its table, best.json and heatmaps into `out`.
+
+    A search that ends with nothing simulated (every evaluation failed or was rejected) is refused with
+    the first failure's reason, and writes nothing: no table, and no storage file if this run made it.
+    """
     from megasim.app.search import outputs
     from megasim.app.search.heatmaps import write_heatmaps
     from megasim.app.search.runner import run_search
+    from megasim.app.search.store import storage_file
+    made = storage_file(storage)
+    made = made if made is not None and not made.exists() else None
     t0 = time.perf_counter()
     result = run_search(problem, space, replace(config, storage=storage), executor)
     elapsed = time.perf_counter() - t0
+    why = nothing_simulated(result)
+    if why:
+        _remove_store(made)
+        raise MegasimError(f"{problem.layer.name}: {why}")
     layer, values = problem.layer, {p.name: p.values for p in space.params}
     header = {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
               "variants": list(values["variant"]), "modes": list(values["mode"]), "gpu": problem.gpu.name,
@@ -104,6 +115,32 @@ def search_layer(problem, space, config, storage: str, out: Path, model_note: st
         found.written.append(outputs.write_best(problem, space, found.best, out, header))
         found.written += write_heatmaps(found.table, space, out, layer.name, problem.gpu.name, result.reference or {})
     return found
+
+
+def nothing_simulated(result) -> str | None:
+    """Why a finished search has no result: its evaluations (this run's and any earlier), none of which
+    simulated, and the first failure's reason (else the first rejection's); None where one did, or the
+    run was interrupted (what finished is kept for the next run)."""
+    from megasim.app.search.loop import outcome
+    trials = sorted(result.trials, key=lambda t: t.number)
+    kinds = [outcome(t) for t in trials]
+    if result.interrupted or not trials or "ok" in kinds:
+        return None
+    failed = [t.user_attrs.get("error", "") for t, k in zip(trials, kinds) if k == "failed"]
+    rejected = [t.user_attrs.get("rejected", "") for t, k in zip(trials, kinds) if k == "rejected"]
+    if not failed and not rejected:
+        return None
+    first = (failed or rejected)[0].removeprefix("MegasimError: ")
+    return (f"none of its {len(trials)} evaluations simulated ({len(failed)} failed, {len(rejected)} rejected); "
+            f"the first {'failure' if failed else 'rejection'}: {first}")
+
+
+def _remove_store(path: Path | None) -> None:
+    """Delete a storage file this run created (with SQLite's side files), so a refused search leaves none."""
+    if path is None:
+        return
+    for p in (path, *(path.with_name(path.name + s) for s in ("-journal", "-wal", "-shm"))):
+        p.unlink(missing_ok=True)
 
 
 def _point_text(row: dict, space) -> str:
@@ -160,7 +197,7 @@ def search_main(args) -> int:
         require_gpu()
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     problem, space = prepare(layer, args, gpu)
-    out = Path(args.out or f"search-results/{layer.name}-{gpu.name}")
+    out = Path(args.out or f"out/search/{layer.name}-{gpu.name}")
     storage = args.storage or default_storage(out)
     with locked_outputs(out, storage_file(storage), storage):
         found = search_layer(problem, space, config, storage, out, model_note)

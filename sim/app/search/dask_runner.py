@@ -4,8 +4,12 @@
 (the simulator is pure Python: threads would share one core) and stops it
 with the search; an address attaches to a running scheduler and leaves it
 running. The runner stays where it is (it owns the Optuna study and its
-storage); only the simulations travel. `connect` gives up after a short
-timeout so a wrong address is one line and exit code 2, not a hang.
+storage); only the simulations travel. An address Dask cannot parse (no
+port, an unknown scheme) is refused before anything starts, and `connect`
+gives up after a short timeout, so a wrong address is one line and exit
+code 2, not a hang. A client whose start failed is stopped here: left to
+its finalizer, it waits 6 s to close a connection it never made and then
+prints a traceback as Python exits.
 Workers need megasim importable (the same checkout or install); the
 functions they run are the module-level ones in `megasim.app.search.objective`.
 """
@@ -38,6 +42,7 @@ def local_workers(scheduler: str, jobs: int) -> int | None:
     """N of `local` (N = jobs) or `local:N`; None for an address. Checked before anything starts."""
     name, sep, count = scheduler.partition(":")
     if name != "local":
+        _check_address(scheduler)
         return None
     if not sep:
         return jobs
@@ -71,12 +76,43 @@ def start_local(workers: int) -> DaskExecutor:
     return DaskExecutor(Client(cluster, set_as_default=False), cluster)
 
 
+def _check_address(address: str) -> None:
+    """Refuse an address of a scheme Dask does not know (`bogus://x:1`), or a network one without a host
+    and port (`bogus`, `tcp://host`)."""
+    _client_class()
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
+    except ValueError as exc:
+        raise MegasimError(f"--scheduler {address!r}: {exc}; expected local, local:N or a scheduler "
+                           f"address such as tcp://host:8786") from None
+
+
 def connect(address: str, timeout_s: float = 3.0) -> DaskExecutor:
     """A client on the scheduler at `address`; MegasimError if it cannot be reached in time."""
     Client = _client_class()
+    client = Client.__new__(Client)
     try:
-        client = Client(address, timeout=f"{timeout_s}s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
+        client.__init__(address, timeout=f"{timeout_s}s", set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        _abandon(client)
         raise MegasimError(f"cannot reach the Dask scheduler at {address} within {timeout_s:g} s "
                            f"({type(exc).__name__})") from None
+    except (ValueError, TypeError) as exc:
+        _abandon(client)
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise MegasimError(f"cannot connect to the Dask scheduler at {address}: {why}") from None
     return DaskExecutor(client)
+
+
+def _abandon(client) -> None:
+    """Mark a client whose start failed closed and stop its event-loop thread, so its finalizer has
+    nothing left to close."""
+    runner = getattr(client, "_loop_runner", None)
+    client.status = "closed"
+    if runner is not None:
+        runner.stop()

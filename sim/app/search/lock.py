@@ -8,9 +8,12 @@ and holding it proves that no other live search owns the folder.
 It is a POSIX record lock (`lockf`), which a forked pool worker does not
 inherit, so the lock goes with the search process alone. That is
 what lets the runner treat whatever an earlier run left RUNNING in the
-store as abandoned. The file itself stays behind (removing a lock file
-races with the next process opening it); it is empty of meaning once
-unlocked.
+store as abandoned. A finished search leaves the file behind (it names the
+last holder, and is empty of meaning once unlocked); a refused one removes
+it, so a refusal leaves nothing. Removal is safe because it happens while
+the lock is held, and `acquire` checks, once locked, that the path still
+names the file it locked: a process that opened the file just before it
+was removed finds it gone and starts again on a new one.
 """
 from __future__ import annotations
 
@@ -41,6 +44,19 @@ class FolderLock:
         self._fd: int | None = None
 
     def acquire(self) -> FolderLock:
+        for _ in range(100):
+            fd = self._lock_once()
+            if fd is not None:
+                break
+        else:
+            raise MegasimError(f"{self.what}: the lock file {self.path} keeps being removed under this search")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({**owner(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode(), 0)
+        self._fd = fd
+        return self
+
+    def _lock_once(self) -> int | None:
+        """The locked descriptor, or None where the file was removed between opening and locking it."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
@@ -52,21 +68,28 @@ class FolderLock:
             os.close(fd)
             raise MegasimError(f"{self.what} is in use by another megasim search ({holder}); wait for it to "
                                f"finish or choose another folder") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({**owner(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}).encode(), 0)
-        self._fd = fd
-        return self
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+        except OSError:
+            same = False
+        if not same:
+            os.close(fd)
+            return None
+        return fd
 
-    def release(self) -> None:
+    def release(self, remove: bool = False) -> None:
+        """Unlock; with `remove`, delete the file first, while it is still held."""
         if self._fd is not None:
+            if remove:
+                self.path.unlink(missing_ok=True)
             os.close(self._fd)
             self._fd = None
 
     def __enter__(self) -> FolderLock:
         return self.acquire()
 
-    def __exit__(self, *exc) -> bool:
-        self.release()
+    def __exit__(self, exc_type, *exc) -> bool:
+        self.release(remove=exc_type is not None)
         return False
 
 
@@ -83,9 +106,9 @@ def _read(fd: int) -> str:
 def locked_outputs(out: Path, storage_file: Path | None = None, storage: str | None = None):
     """Create `out` (and the folder of the storage's file, if it has one) where missing, and hold their locks.
 
-    If what runs inside fails, the folders this created are removed again
-    where they hold nothing but the lock: a refused search leaves nothing
-    behind.
+    If what runs inside fails, the locks this took are removed, and the
+    folders this created are removed again where they are then empty: a
+    refused search leaves nothing behind.
     """
     folders = {Path(out).resolve(): f"--out {out}"}
     if storage_file is not None:

@@ -58,6 +58,7 @@ class Loop:
         self.nonfused_pending: set = set()
         self.reference = study.user_attrs.get("reference")
         self._ref_key = None
+        self.sizes: dict = {}            # (variant, partition) -> size refusal or None (space.reject_reason)
 
     def load(self) -> None:
         """Count, cache and cover what the study holds; queue the points of interrupted trials again."""
@@ -130,7 +131,7 @@ class Loop:
             value, attrs = self.cache[key]
             self._tell(trial, key, value, {**attrs, "cached": True})
             return
-        why = reject_reason(self.space, point, self.problem.layer, self.problem.gpu)
+        why = reject_reason(self.space, point, self.problem.layer, self.problem.gpu, self.sizes)
         if why:
             self._tell(trial, key, None, {"rejected": why}, TrialState.PRUNED)
             return

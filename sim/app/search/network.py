@@ -109,7 +109,7 @@ def search_network(args, config) -> int:
     gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
     layers = distinct_layers(entries)
     prepared = {nl.folder: prepare(nl.layer, args, gpu) for nl in layers}
-    out = Path(args.out or f"search-results/{args.network}-{gpu.name}")
+    out = Path(args.out or f"out/search/{args.network}-{gpu.name}")
     found, interrupted = {}, False
     with locked_outputs(out, storage_file(args.storage), args.storage):
         executor = open_executor(config)

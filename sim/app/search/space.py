@@ -17,6 +17,9 @@ are asked of `gpu.backend.config_header`, not copied). Points that would
 only pad are rejected too: a task group of twice the layer's tiles or more,
 a GEMM block of twice K or more, more Winograd points per GEMM task than
 alpha^2, and M above the number of task groups (a duplicate of M = N_G).
+A point whose graph `megasim.contract.size` would refuse (past the memory
+available or the simulation-time limit) is rejected with its estimate, so a
+space of nothing but such points is refused before a worker starts.
 """
 from __future__ import annotations
 
@@ -31,8 +34,10 @@ from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared, search_values
 from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
+from megasim.contract.ranges import DataRanges
 from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.contract.scheduling import MODES, check_mode
+from megasim.contract.size import check_size
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
 # Every variant and mode is searched unless pinned; the paper's point is F(4x4), static.
@@ -140,6 +145,9 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
                 raise MegasimError(f"--space {name}: values must be integers, got {text!r}") from None
         if len(set(parsed)) != len(parsed):
             raise MegasimError(f"--space {name}: repeated values in {text!r}")
+        if name in out:
+            raise MegasimError(f"--space {name} given twice ({','.join(map(str, out[name]))}, then {text}); "
+                               "give it once")
         out[name] = parsed
     return out
 
@@ -189,14 +197,30 @@ def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition) -> s
     return None
 
 
-def reject_reason(space: Space, point: dict, layer: Layer, gpu) -> str | None:
-    """Why `point` (its variant, partition and options) is illegal for this layer and GPU, or None."""
+def _size_reason(layer: Layer, variant: WinogradVariant, part: Partition, num_tasks: int) -> str | None:
+    try:
+        check_size(DataRanges.of(layer, variant, part), num_tasks)
+    except MegasimError as exc:
+        return str(exc)
+    return None
+
+
+def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | None = None) -> str | None:
+    """Why `point` (its variant, partition and options) is illegal for this layer and GPU, or None.
+
+    `sizes` keeps the size verdict of each (variant, partition) across calls, which many points share.
+    """
     try:
         part, opts = space.split(point)
         variant, _ = space.setting(point)
     except MegasimError as exc:
         return str(exc)
     geo = Geometry.of(layer, variant, part)
+    sizes = {} if sizes is None else sizes
+    if (variant, part) not in sizes:
+        sizes[variant, part] = _size_reason(layer, variant, part, geo.num_tasks)
+    if sizes[variant, part]:
+        return sizes[variant, part]
     if part.tiles_per_group >= 2 * geo.num_tiles:
         return f"tiles_per_group={part.tiles_per_group} is over twice the layer's {geo.num_tiles} tiles"
     if part.gemm_k_per_task >= 2 * layer.k:
@@ -223,9 +247,9 @@ def legal_points(space: Space, layer, gpu, limit: int = 100_000) -> tuple[int, s
     """(legal points, one rejection reason) by enumeration; stops at the first legal one past `limit`."""
     import itertools
     names = [p.name for p in space.searched]
-    count, example = 0, None
+    count, example, sizes = 0, None, {}
     for i, combo in enumerate(itertools.product(*(p.values for p in space.searched))):
-        why = reject_reason(space, dict(zip(names, combo)), layer, gpu)
+        why = reject_reason(space, dict(zip(names, combo)), layer, gpu, sizes)
         if why is None:
             count += 1
             if i >= limit:

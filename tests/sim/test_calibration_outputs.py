@@ -1,0 +1,117 @@
+"""Where `calibrate` and `validate` write: under ./out by default, never into the installed package; a profile
+just fitted does not call itself stale; and the one documented command rewrites every section of the committed
+calibration report."""
+import json
+
+import pytest
+
+from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path
+from megasim.app.calibrate.raw import COMMITTED_RAW, calibrate_defaults
+from megasim.app.cli import build_parser, main
+
+from ..conftest import CALIBRATION_RAW, REPO, STUDIES
+
+PREDICTIONS = STUDIES / "calibration" / "calibration_predictions_h200.json"
+
+
+def _defaults(*argv):
+    args = build_parser().parse_args(["calibrate", *argv])
+    calibrate_defaults(args)
+    return args.raw, args.out
+
+
+def test_calibrate_writes_under_out_and_fits_from_raw_on_the_committed_files():
+    assert _defaults() == ("out/calibrate/raw", "out/calibrate/h200.toml")
+    assert _defaults("--gpu", "H100") == ("out/calibrate/raw", "out/calibrate/h100.toml")
+    assert _defaults("--from-raw") == (str(COMMITTED_RAW), "out/calibrate/h200.toml")
+    assert _defaults("--from-raw", "--raw", "mine", "--out", "p.toml") == ("mine", "p.toml")
+    assert _defaults("--corpus", "5") == ("out/calibrate/raw", None)
+
+
+@pytest.fixture
+def quick_fit(monkeypatch):
+    """Stages 2 and 3 answer at once with the committed profile's values: the files, paths and printout around
+    them are what is tested, not the minute of fitting."""
+    committed = load_profile(profile_path("h200"))
+    model = committed.model
+    stage2 = {**model["compute_efficiency"], **{k: model[k] for k in
+                                                ("dram_access_efficiency", "step_cycles", "block_fixed_cycles")}}
+    fused = {k: model[k] for k in ("task_overhead_cycles", "l2_usable_fraction")}
+    monkeypatch.setattr("megasim.app.calibrate.run.fit_compute_efficiency", lambda *a, **k: (dict(stage2), 0.1))
+    monkeypatch.setattr("megasim.app.calibrate.run.fit_fused", lambda *a, **k: (fused, 0.01))
+
+
+def test_calibrate_from_raw_writes_a_fresh_profile_under_out_and_says_how_to_use_it(tmp_path, monkeypatch,
+                                                                                    capsys, quick_fit):
+    committed = profile_path("h200").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--gpu", "h200", "--from-raw"]) == 0
+    out = capsys.readouterr().out
+    written = tmp_path / "out" / "calibrate" / "h200.toml"
+    assert written.is_file() and sorted(p.name for p in tmp_path.rglob("*")) == ["calibrate", "h200.toml", "out"]
+    assert "wrote out/calibrate/h200.toml" in out and "--profile out/calibrate/h200.toml" in out
+    assert "megasim validate --gpu h200 --profile out/calibrate/h200.toml\n" in out and "[uncertainty]" in out
+    assert profile_path("h200").read_bytes() == committed
+    fresh = load_profile(written)
+    assert fresh.stale() is None
+    assert fresh.provenance["measurements"][0] == "scenarios/calibrations/raw/h200_micro.json"
+    assert main(["simulate", "--profile", str(written), "--shape", "2,32,20,20,32"]) == 0
+    printed = capsys.readouterr().out
+    assert "calibrated profile" in printed and "WARNING" not in printed and "stale" not in printed
+
+
+def test_a_profile_fitted_on_the_committed_measurements_carries_their_revalidation(tmp_path):
+    """The committed runs were measured on an older kernel build and re-validated on today's: a fit on them,
+    wherever it is written, is as current as the committed profile."""
+    from megasim.app.calibrate.run import _provenance
+    header = json.loads((CALIBRATION_RAW / "h200_runs.json").read_text())["header"]
+    prov = _provenance([CALIBRATION_RAW / "h200_runs.json"], header, tmp_path / "new.toml", "h200")
+    assert prov["revalidated_builds"] == load_profile(profile_path("h200")).provenance["revalidated_builds"]
+    assert CalibrationProfile("h200", provenance=prov).stale() is None
+
+
+def _validate(tmp_path, monkeypatch, capsys, profile, scale=1.0):
+    """`validate` on the committed runs with the committed predictions (scaled) in place of minutes of simulating."""
+    rows = json.loads(PREDICTIONS.read_text())["rows"]
+    rows = [{**r, "pred_fused_us": r["pred_fused_us"] * scale} for r in rows]
+    monkeypatch.setattr("megasim.app.calibrate.run.predict_runs", lambda runs, spec, jobs, shown=True: rows)
+    monkeypatch.setattr("megasim.app.calibrate.run.validate_replay", lambda *a, **k: ([], None))
+    rc = main(["validate", "--profile", str(profile), "--measurements", str(CALIBRATION_RAW / "h200_runs.json"),
+               "--out", str(tmp_path / "v"), "--no-corpus"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return out
+
+
+def test_validate_leaves_the_committed_profile_alone(tmp_path, monkeypatch, capsys):
+    """Intervals that differ from the committed profile's are reported, not written into package data."""
+    committed = profile_path("h200").read_bytes()
+    out = _validate(tmp_path, monkeypatch, capsys, profile_path("h200"), scale=1.1)
+    assert profile_path("h200").read_bytes() == committed
+    assert "left as they are" in out and "--out docs" in out
+
+
+def test_validate_records_the_intervals_in_a_profile_of_ones_own(tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "p.toml"
+    mine.write_text(profile_path("h200").read_text())
+    out = _validate(tmp_path, monkeypatch, capsys, mine, scale=1.1)
+    assert "recorded the held-out 90% intervals" in out
+    assert load_profile(mine).uncertainty != load_profile(profile_path("h200")).uncertainty
+
+
+def test_validate_predicts_the_corpus_by_default():
+    assert build_parser().parse_args(["validate", "--gpu", "h200"]).corpus is True
+    assert build_parser().parse_args(["validate", "--gpu", "h200", "--no-corpus"]).corpus is False
+
+
+@pytest.mark.parametrize("gpu, report", [("h200", "calibration.md"), ("h100", "calibration-h100.md")])
+def test_the_documented_regeneration_command_is_the_one_the_report_names(gpu, report):
+    """The README's command for each committed report is the report's own Reproduce line, and that report holds
+    every section, the held-out corpus included."""
+    command = f"megasim validate --gpu {gpu} --out docs" + ("" if gpu == "h200" else f" --report docs/{report}")
+    text = (REPO / "docs" / report).read_text()
+    assert f"Reproduce on any CPU: `{command}`." in text
+    assert command in (REPO / "README.md").read_text()
+    for section in ("## Held-out corpus shapes", "## Replaying measured placements", "## Prediction intervals",
+                    "## The fitted profile"):
+        assert section in text
