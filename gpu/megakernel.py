@@ -20,7 +20,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
-from megasim.contract.scheduling import RESIDENT_MODES, ready_queue
+from megasim.contract.scheduling import RESIDENT_MODES, RootWindow, ran_dry, ready_queue
 
 CTL_COUNTERS = 32  # words before the counters in the control block (megakernel.cu)
 CTL_STRIDE = 32  # words per counter: one 128-byte line each
@@ -114,10 +114,10 @@ class FusedConv:
         """Control words with the FIFO (the first grid-size roots, then -1) and the pending counts after
         the counters; and the constant lists: per-counter offsets, the waiter lists, the roots."""
         plan = ready_queue(self.graph, self.order)
-        tasks, window = self.graph.num_tasks, min(self.grid, len(plan.roots))
+        tasks, first = self.graph.num_tasks, RootWindow(plan.roots, self.grid).first()
         fifo = np.full(tasks, -1, dtype=np.int32)
-        fifo[:window] = plan.roots[:window]
-        init[CTL_PUSHED] = init[CTL_ROOTS_QUEUED] = window
+        fifo[:len(first)] = first
+        init[CTL_PUSHED] = init[CTL_ROOTS_QUEUED] = len(first)
         init[CTL_FIFO], init[CTL_PENDING] = len(init), len(init) + tasks
         init[CTL_WAITERS] = len(plan.waiter_offsets)
         init[CTL_ROOTS], init[CTL_NUM_ROOTS] = len(plan.waiter_offsets) + len(plan.waiters), len(plan.roots)
@@ -153,9 +153,9 @@ class FusedConv:
             block, task, counter, value = (int(v) for v in ctl[2:6])
             g = self.graph
             if task < 0:
-                raise MegasimError(
-                    f"ready queue ran dry: FIFO slot {counter} stayed empty for {self.module.config.spin_limit_ns / 1e9:g} s "
-                    f"with {value} of {g.num_tasks} tasks ever queued; a task waits on a counter that never reaches zero")
+                raise MegasimError(ran_dry(f"FIFO slot {counter} stayed empty for "
+                                           f"{self.module.config.spin_limit_ns / 1e9:g} s with {value} of "
+                                           f"{g.num_tasks} tasks ever queued"))
             raise MegasimError(
                 f"mapping deadlock or timeout at logical block {block}, task {task} "
                 f"({OP_NAMES[Op(int(g.op[task]))]} of group {int(g.group[task])}): counter {counter} still "

@@ -85,6 +85,7 @@ def _build_flags() -> list[str]:
     return ["--no-build-isolation"] if setuptools_ok else []
 
 
+@pytest.mark.slow
 def test_wheel_carries_scenarios_and_kernel_sources(tmp_path):
     """`pip install .` must work without the source tree: data and .cu/.cuh sources ship inside.
 

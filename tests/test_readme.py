@@ -6,9 +6,13 @@ an unquoted `#` is prose. Three kinds of step are not run here, and the README s
 - `python -m pytest ...`: the suite this test belongs to;
 - a command whose comment holds `[gpu]`: it needs an NVIDIA GPU, or a file that only a GPU run writes.
 Every other command must exit 0, and together they may write only under `out/` (so a clone stays clean).
+The README's `calibrate --from-raw` line is also the end-to-end check of calibration: the profile it writes
+must be the committed one.
 """
+import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +57,19 @@ def test_the_parser_reads_the_conventions():
     assert commands(text) == ["megasim simulate", "megasim search --layer ResNet-2 --out 'out/a b'"]
 
 
+def test_the_readmes_commands_parse_and_search_writes_what_simulate_reads():
+    """Every megasim command parses (the GPU ones too), and the mapping files simulate reads are ones search wrote."""
+    from megasim.app.cli import build_parser
+    text = README.read_text().replace("# [gpu]", "#")
+    argvs = [shlex.split(step)[1:] for line in commands(text) for step in line.split(" && ")
+             if step.startswith("megasim ")]
+    assert len(argvs) > 15
+    parsed = [build_parser().parse_args(argv) for argv in argvs if not {"--version", "--help"} & set(argv)]
+    searched = {f"{a.out}/best.json" for a in parsed if a.command == "search" and a.out}
+    read = {a.mapping for a in parsed if a.command == "simulate" and a.mapping}
+    assert read and read <= searched
+
+
 @pytest.mark.slow
 def test_the_readme_runs_top_to_bottom_in_an_empty_folder(tmp_path):
     steps = commands(README.read_text())
@@ -64,3 +81,29 @@ def test_the_readme_runs_top_to_bottom_in_an_empty_folder(tmp_path):
                               timeout=300)
         assert done.returncode == 0, f"{step}\n{done.stderr[-2000:]}"
     assert {p.name for p in tmp_path.iterdir()} <= WRITES_ONLY
+    refit = tmp_path / "out" / "calibrate" / "h200.toml"
+    assert refit.is_file(), "the README refits the H200 profile from the committed raw files"
+    _is_the_committed_profile(refit)
+
+
+def _is_the_committed_profile(path) -> None:
+    """Every stage fitted again on the CPU from the committed raw files gives the committed profile: each [hardware],
+    [model] and [fit] value. Left out: the provenance (its date) and [uncertainty], which `validate` records."""
+    from megasim.app.calibrate.profile import load_profile, profile_path
+    fresh, committed = load_profile(path), load_profile(profile_path("h200"))
+    for section in ("hardware", "model", "fit"):
+        assert getattr(fresh, section) == getattr(committed, section), section
+
+
+def test_the_caption_quotes_what_simulate_and_the_h200_give(capsys):
+    """The figure's caption is a command's output, not a memory: the default prediction, and the measured run."""
+    from megasim.app.catalog import SCENARIOS
+    from megasim.app.cli import main
+    found = re.search(r"it predicts ([\d.]+) us for the fused\s+megakernel; the H200 took ([\d.]+) us", README.read_text())
+    assert found, "the caption's two figures"
+    assert main(["simulate", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    runs = json.loads((SCENARIOS / "calibrations" / "raw" / "h200_runs.json").read_text())["runs"]
+    measured = next(r["fused_us"] for r in runs if r["layer"]["name"] == doc["layer"]
+                    and r["strategy"] == doc["strategy"] and r["params"] == doc["params"] and r["variant"] == 4)
+    assert (found[1], found[2]) == (f"{doc['fused_us']:.1f}", f"{measured:.1f}")

@@ -42,16 +42,20 @@ from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.contract.scheduling import MODES
 from megasim.app.bench_best import best_fused, other_variant_runs, warp_runs
-from megasim.app.catalog import partition_for
+from megasim.app.catalog import load_gpu, partition_for
 from megasim.app.choices import mapping_from_args
 
-FP32_PEAK_FLOPS = 66.9e12  # H100/H200 SXM datasheet, non-tensor FP32
 BENCH_SCHEMA_VERSION = 1
 
 
 def scenario_gpu(args) -> str:
     """The GPU whose partition table (scenarios/partitions) the kernels use: `--gpu`, else this device's."""
     return getattr(args, "gpu", None) or gpu_short_name(device_info()["device"])
+
+
+def fp32_peak_flops(gpu: str) -> float:
+    """The GPU's non-tensor FP32 peak in FLOP/s, from its datasheet spec (scenarios/gpus)."""
+    return load_gpu(gpu).peak_fp32_tflops * 1e12
 
 
 def _layers(args) -> list[Layer]:
@@ -156,7 +160,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
              "tasks": graph.summary(), "reference": ref_name, "checks": checks,
              "fused_equals_nonfused_bitwise": bitwise, "modes_bitwise_equal": modes_bitwise, "timings": timings,
              "gemm_partitions": gemm_partitions,
-             "floors_us": {"flops_at_fp32_peak": wino_flops / FP32_PEAK_FLOPS * 1e6,
+             "floors_us": {"flops_at_fp32_peak": wino_flops / fp32_peak_flops(scenario_gpu(args)) * 1e6,
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
     entry["best_fused"] = best_fused(entry)
@@ -238,7 +242,7 @@ def bench_main(args) -> int:
               "fused_timing": "includes the control-word reset copy before each launch"}
     header["baseline_header"] = device_header()
     header["copy_bandwidth_bytes_per_s"] = copy_bandwidth(cp)
-    header["fp32_peak_flops"] = FP32_PEAK_FLOPS
+    header["fp32_peak_flops"] = fp32_peak_flops(header["gpu"])
     entries = []
     for layer in layers:
         entries.append(bench_layer(layer, args, header["copy_bandwidth_bytes_per_s"]))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping import MAPPINGS
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.options import declared
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ def add_choice_args(p) -> None:
 
 def add_policy_args(p) -> None:
     """--policy, and --replay-trace: the older spelling of `--opt trace=PATH` for the replay policy."""
-    p.add_argument("--policy", default="in_order_round_robin", help="block dispatch policy (its options: --opt)")
+    p.add_argument("--policy", default=DEFAULT_POLICY,
+                   help=f"block dispatch policy (default {DEFAULT_POLICY}; its options: --opt)")
     p.add_argument("--replay-trace", help="with --policy replay: the same as --opt trace=PATH")
 
 

@@ -12,7 +12,7 @@ from megasim.app.arguments import check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.errors import MegasimError
-from megasim.contract.modes import MODES
+from megasim.contract.modes import DEFAULT_POLICY, MODES
 
 
 def _layer(args):
@@ -247,8 +247,8 @@ def _compare_parser(sub) -> None:
                    help="which launch of the trace to compare (default fused)")
     p.add_argument("--gpu", help="simulate this GPU (default: the one the trace was measured on)")
     p.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
-    p.add_argument("--policy", default="gpc_interleaved",
-                   help=f"block dispatch policy of the simulation (default gpc_interleaved)")
+    p.add_argument("--policy", default=DEFAULT_POLICY,
+                   help=f"block dispatch policy of the simulation (default {DEFAULT_POLICY})")
     p.add_argument("--plot", help="write the overlay figure here (.png, .pdf or .svg)")
     p.add_argument("--json", action="store_true", help="print the error table as JSON")
     p.set_defaults(func=_cmd_compare)

@@ -4,9 +4,9 @@ The measured file says which run it is (layer, variant, partition, mapping,
 scheduling mode; `measured_trace`), so the simulator rebuilds that graph and
 mapping and runs it on the GPU the trace was measured on (its calibrated
 profile where one exists), under the dispatch policy given (default
-`gpc_interleaved`, the first-wave order measured on the H200, as in the
-calibration report's overlay). The per-task-type error table goes to
-stdout; `--plot` draws both timelines on one figure (`overlay.plot_overlay`).
+`megasim.contract.modes.DEFAULT_POLICY`, the one the profiles were fitted under, so the simulated
+run is the one `simulate` predicts, as in the calibration report's overlay).
+The per-task-type error table goes to stdout; `--plot` draws both timelines on one figure (`overlay.plot_overlay`).
 
 Nothing is simulated until the trace is known to be a run of that graph:
 `read_measured` checks every field, and `check_against` that each launch
@@ -25,8 +25,6 @@ from megasim.contract.mapping import MAPPINGS, Mapping, make, validate
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.scheduling import check_mode
 from megasim.app.measured_trace import check_against, read_measured
-
-DEFAULT_POLICY = "gpc_interleaved"
 
 
 def rebuild(meta: dict, origin: str, blocks: int | None = None, launch: str = "fused"):

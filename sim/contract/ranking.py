@@ -1,5 +1,5 @@
-"""Rank correlation: how the calibration report, the search evaluation and the dispatch-order
-microbenchmark each say whether two orderings agree."""
+"""Rank correlation and regret: how the calibration report, the search evaluation and the dispatch-order
+microbenchmark each say whether two orderings agree, and what trusting the predicted one costs."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,3 +22,9 @@ def spearman(a, b) -> float:
     if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
         return float("nan")
     return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def regret(pick_us: float, measured_us) -> float:
+    """The regret of a pick: its measured time over the fastest of `measured_us` (which holds it), minus 1.
+    0 when the predicted fastest is the measured fastest."""
+    return pick_us / min(measured_us) - 1

@@ -17,7 +17,8 @@
   and the order is a priority, not a total order: an order a static launch deadlocks on runs here.
 
 Dependencies and output are the same in every mode; only when and where a task starts differ, which
-is what the simulator's `block_launch_cycles` and its ready-queue dispatch stand for.
+is what the simulator's persistent loop (no dispatch latency after the first wave) and its ready-queue
+dispatch stand for.
 """
 from __future__ import annotations
 
@@ -58,6 +59,34 @@ class ReadyQueue:
         return out
 
 
+class RootWindow:
+    """The roots' way into the FIFO, in both executors: the first `window` (the grid) at launch, then the
+    next one each time a root finishes."""
+
+    __slots__ = ("roots", "let_in")
+
+    def __init__(self, roots: list, window: int):
+        self.roots, self.let_in = roots, min(window, len(roots))
+
+    def first(self) -> list:
+        """The roots queued at launch."""
+        return self.roots[:self.let_in]
+
+    def after_root(self) -> list:
+        """A root finished: the root it lets in, if any are left."""
+        if self.let_in >= len(self.roots):
+            return []
+        self.let_in += 1
+        return [self.roots[self.let_in - 1]]
+
+
+def ran_dry(never, at: str = "") -> str:
+    """The error of a ready queue that empties with tasks left, from any executor: `never` lists the blocks
+    that never became ready (or says in words what the executor knows of them), `at` when it stopped."""
+    which = never if isinstance(never, str) else f"{len(never)} tasks never became ready (first blocks {never[:5]})"
+    return f"ready queue ran dry{at}: {which}; a counter they wait on never reaches zero"
+
+
 def ready_queue(graph: TaskGraph, order) -> ReadyQueue:
     """The queue's start state for `order` (logical block -> task id)."""
     order = np.asarray(order, dtype=np.int64)
@@ -81,10 +110,10 @@ def serial_queue_order(graph: TaskGraph, order, window: int = 1) -> np.ndarray:
     an error."""
     order = np.asarray(order, dtype=np.int64)
     plan = ready_queue(graph, order)
-    roots = plan.roots.tolist()
-    fifo, pending = deque(roots[:window]), plan.pending.tolist()
+    roots = RootWindow(plan.roots.tolist(), window)
+    fifo, pending = deque(roots.first()), plan.pending.tolist()
     remaining, signals = graph.counter_init.tolist(), graph.signals[order].tolist()
-    served, next_root = [], min(window, len(roots))
+    served = []
     while fifo:
         b = fifo.popleft()
         served.append(b)
@@ -93,11 +122,9 @@ def serial_queue_order(graph: TaskGraph, order, window: int = 1) -> np.ndarray:
             remaining[c] -= 1
             if remaining[c] == 0:
                 fifo.extend(plan.zeroed(pending, c))
-        if plan.pending[b] == 0 and next_root < len(roots):
-            fifo.append(roots[next_root])
-            next_root += 1
+        if plan.pending[b] == 0:
+            fifo.extend(roots.after_root())
     if len(served) < len(order):
         never = sorted(set(range(len(order))) - set(served))
-        raise MegasimError(f"ready queue ran dry: {len(never)} tasks never became ready (first blocks {never[:5]}); "
-                           f"a counter they wait on never reaches zero")
+        raise MegasimError(ran_dry(never))
     return order[served]

@@ -81,9 +81,6 @@ class GPUSpec:
     wait_check_cycles: float_in(0.0, 1e8) = _f(
         "per dependency counter a megakernel block polls, what reading it costs even when it is already zero "
         "(an acquire load's round trip); a block waiting on two counters pays it twice before its work", 0.0)
-    block_launch_cycles: float_in(0.0, 1e8) = _f(
-        "of a new block's start (dispatch latency aside), the part that only a new block pays: its launch "
-        "and prologue, within task_overhead_cycles. A persistent block's next task skips it", 0.0)
     block_bytes_per_cycle: dict[OpName, BytesPerCycle] = _f(
         "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
         "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
@@ -100,8 +97,9 @@ class GPUSpec:
         "Missing: 0", {})
     serial_latency: Literal["floor", "additive"] = _f(
         "how a block's serial steps times step_cycles meet its throughput: 'additive', they come on top of its "
-        "DRAM, L2 and FP32 jobs (the corpus kernels say so: docs/calibration-analysis.md, session 5), or "
-        "'floor', the block takes at least that long, overlapped with its jobs (profiles fitted before state it)",
+        "DRAM, L2 and FP32 jobs (the corpus kernels say so: docs/decisions.md, 'A block's latency adds to its "
+        "throughput'), or 'floor', the block takes at least that long, overlapped with its jobs (profiles fitted "
+        "before 2026-11-23 state it: docs/results/engine_speed/h200_profile_at_recording.toml)",
         "additive")
     block_fixed_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, cycles every block spends on top of its jobs and its serial steps: index arithmetic, "
@@ -110,22 +108,7 @@ class GPUSpec:
         "who shares an SM's FP32 issue rate: 'jobs', the blocks whose FP32 work is still running (a block in "
         "its serial-step latency leaves the SM to the others), or 'resident', every block working on the SM "
         "until it ends (per-block traces: a GEMM block's work grows as a + b x the GEMM blocks working beside "
-        "it, docs/calibration-analysis.md, session 7)", "jobs")
-    write_back: Literal["blocking", "detached", "absorbed"] = _f(
-        "what a block's stores cost it: 'blocking', the DRAM traffic of writing its output back is one of the "
-        "block's own jobs, so the block lives until those bytes have had their share of DRAM; 'detached', the "
-        "traffic still takes its share of DRAM but the block does not wait for it (a store retires into L2, "
-        "which writes it back later): per-block traces show fused filter transforms, which write four times "
-        "what they read, ending in half the time 'blocking' gives them (docs/calibration-analysis.md, session 11); "
-        "'absorbed', L2 keeps the dirty bytes without writing them back until they fill dirty_l2_fraction of it, "
-        "and past that every store waits for the write-back of as many bytes (Nsight Compute: a kernel writing "
-        "under about 25 MB writes none of it back before it ends, docs/results/write_traffic_h200)",
-        "blocking")
-    dirty_l2_fraction: float_in(0.0, 1.0) = _f(
-        "with write_back 'detached' or 'absorbed': the share of the L2 (the whole of it, not the usable share) "
-        "that stores not yet written back to DRAM may fill; a block whose write-back would go past it waits for "
-        "it, as under 'blocking' (Nsight Compute on the H200: about 25 MB, 0.4) "
-        "(megasim.engine.write_back)", 1.0)
+        "it, docs/decisions.md, 'The resident form')", "jobs")
     issue_weight: dict[OpName, float_in(0.0, 1e6, above=True)] = _f(
         "per task type, its weight in sharing an SM's FP32 issue with blocks of other types: a block gets its "
         "weight over the weights of all blocks working on the SM (megasim.engine.weighted_psqueue). Setting "
@@ -136,53 +119,28 @@ class GPUSpec:
         "a block of this type and of rank r of k on its SM does 1 + this x (2r / (k - 1) - 1) of its work, so they "
         "end in their arrival order, as the oldest warps are issued first (per-block traces: three GEMM blocks "
         "started together end at 79, 88 and 102 us, and the last wave then spreads one block per SM; "
-        "docs/calibration-analysis.md, sessions 10 and 17). `calibrate` reads the GEMM's from the trace sample "
+        "docs/decisions.md, 'The non-fused GEMM's first wave is staggered'). `calibrate` reads the GEMM's from the "
+        "trace sample "
         "(`megasim.app.calibrate.end_order.stagger_reading`). Sharing keeps the order for the blocks that "
         "follow. The megakernel's first wave is not staggered: its blocks start work as their parents end "
-        "(staggering its GEMMs cost a Spearman layer and 0.6 points of regret, session 17). "
+        "(staggering its GEMMs cost a Spearman layer and 0.6 points of regret, 2026-11-27). "
         "Missing: 0, they end together", {})
     gemm_neighbour_stretch: dict[OpName, float_in(0.0, 100.0)] = _f(
         "per task type, how much slower a block's work runs beside a working GEMM block on its SM: its work "
         "(ready to end) takes 1 + this x f as long, f the fraction of its jobs' time a GEMM worked there "
         "(per-block traces: an input transform beside working GEMMs takes 1.2-1.6x what it takes beside "
-        "none, docs/calibration-analysis.md, session 8). Missing: 0", {})
-    neighbour_slowdown: dict[OpName, dict[OpName, float_in(-1.0, 100.0)]] = _f(
-        "per task type t and neighbour type u, how much slower a block of t works per other block of u working on "
-        "its SM: its work (ready to end) takes 1 + the sum over u of this x n_u as long, n_u the mean number of "
-        "such blocks there over its jobs' time (megasim.engine.company). Per-block traces read it directly "
-        "(docs/calibration-analysis.md, session 15: a GEMM slows a fused input transform 4% and an output 40%). "
-        "Missing: 0", {})
-    unshared_fp32: tuple[OpName, ...] = _f(
-        "task types whose FP32 work does not queue for their SM's issue: it is a floor under the block's work, at "
-        "the SM's peak over the type's efficiency, and the block holds no share of the SM (their few warps wait on "
-        "loads; how they slow the blocks beside them, and are slowed, is neighbour_slowdown's)", ())
-    memory_path_share: Literal["launch", "block"] = _f(
-        "what one block may draw of its SM's path to L2 and DRAM (sm_bytes_per_cycle): 'launch', the path over the "
-        "launch's blocks per SM, whether or not they work; 'block', all of it (a lone output transform traced on "
-        "the H200 runs at its SM's whole path: docs/calibration-analysis.md, session 14, item 7), its sharing with "
-        "the blocks beside it being neighbour_slowdown's", "launch")
-    fused_code_factor: dict[OpName, float_in(0.1, 10.0)] = _f(
-        "per task type whose FP32 is unshared: its time on the SM inside the megakernel over the same as its own "
-        "kernel. The megakernel is every task body in one kernel, with one register allocation, its polls and "
-        "its fence: on the H200 a lone input block takes 30-32 us in it against 26.1 us in a kernel of its own "
-        "with the same ticket (docs/calibration-analysis.md, session 14, item 2). Missing: 1", {})
-    fused_code_by_variant: dict[Literal["F2", "F4", "F6"], float_in(0.1, 10.0)] = _f(
-        "per Winograd variant, a further factor on fused_code_factor: each variant is its own megakernel build, "
-        "with its own transforms' code and registers. Missing: 1", {})
-    ticket_race: float_in(0.0, 100.0) = _f(
-        "a static megakernel launch's first wave takes its tickets in the order its atomics arrive: each SM's "
-        "at U(0, 1), each of its blocks this x U(0, 1) later (per-block traces: the first 132 tickets land on "
-        "36-66 SMs, docs/calibration-analysis.md, session 14). 0: the dispatcher's round robin", 0.0)
+        "none, docs/decisions.md, 'A GEMM weighs 2 in an SM's issue'). Missing: 0", {})
     gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
         "per GEMM body (`megasim.contract.resources.gemm_body`: the block's threads, each thread's register "
         "block, vector or scalar loads), the GEMM's own compute_efficiency, step_cycles and "
         "block_fixed_cycles in place of the gemm entries: the per-block traces fit one law per body with a "
-        "third of the error of one law for all (docs/calibration-analysis.md, session 9). Missing: the gemm "
+        "third of the error of one law for all (docs/decisions.md, 'One GEMM law per GEMM body'). Missing: the gemm "
         "entries", {})
     fused_gemm_bodies: dict[Text, dict[GemmLawTerm, float_in(0.0, 1e8)]] = _f(
         "per GEMM body, the law of the megakernel's GEMM blocks where it is not the GEMM kernel's (gemm_bodies): "
         "fitted apart on a trace sample's fused and non-fused launches, the megakernel's blocks take 0-6% longer "
-        "for the same work (docs/calibration-analysis.md, session 16). Missing: gemm_bodies", {})
+        "for the same work (docs/decisions.md, 'The megakernel's GEMM blocks have laws of their own'). "
+        "Missing: gemm_bodies", {})
     block_work_cv: float_in(0.0, 10.0) = _f("coefficient of variation of a block's work (lognormal, mean 1): real blocks of "
                               "one type do not finish in lockstep", 0.0)
     sources: dict[Text, Text] = _f("where each figure came from", {})
@@ -260,19 +218,13 @@ def check_model_fields(values: dict, origin: str, section: str) -> None:
 
 
 def check_spec(spec: GPUSpec, origin: str) -> GPUSpec:
-    """What one field's range cannot say: the dispatch pattern's SM ids exist, once each; the neighbour laws
-    do not overlap."""
+    """What one field's range cannot say: a GEMM body's efficiency is a fraction; the dispatch pattern's SM ids
+    exist, once each."""
     for name in ("gemm_bodies", "fused_gemm_bodies"):
         bad = sorted(body for body, law in getattr(spec, name).items()
                      if not 1e-4 <= law.get("compute_efficiency", 1.0) <= 1.0)
         if bad:
             raise MegasimError(f"{origin}: {name} {bad}: compute_efficiency must be a fraction in [1e-4, 1]")
-    if spec.neighbour_slowdown and any(spec.gemm_neighbour_stretch.values()):
-        raise MegasimError(f"{origin}: neighbour_slowdown and gemm_neighbour_stretch both slow a block by its "
-                           "neighbours; give one (the input transform's gemm entry is the stretch's counterpart)")
-    idle = sorted(set(spec.fused_code_factor) - set(spec.unshared_fp32))
-    if idle:
-        raise MegasimError(f"{origin}: fused_code_factor {idle}: it scales only the time of unshared_fp32 task types")
     lead = spec.first_wave_lead_sms
     if any(sm >= spec.sm_count for sm in lead) or len(set(lead)) != len(lead):
         raise MegasimError(f"{origin}: first_wave_lead_sms must be distinct SM ids in 0..{spec.sm_count - 1}, "

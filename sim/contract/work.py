@@ -2,7 +2,7 @@
 
 `TaskGraph.flops` counts the useful arithmetic of a task. The kernels do
 more where the shapes are ragged, and the difference is what the corpus of
-odd shapes exposed (docs/calibration-analysis.md, issue 12):
+odd shapes exposed (docs/decisions.md, "A task costs the FLOPs its code issues"):
 
 - A GEMM task computes its whole register tile whatever is left of the
   matrix: every thread multiplies `tiles_per_group x gemm_k_per_task` per

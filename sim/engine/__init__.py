@@ -25,8 +25,8 @@ def fused_kernels(graph, mapping, mode: str = "static"):
 def nonfused_kernels(graph):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
     flavor = Flavor.of_graph(graph)
-    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op],
-                   preceding_ops=tuple(Op)[:i]) for i, op in enumerate(Op)]
+    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op])
+            for op in Op]
 
 
 __all__ = ["COMPILED", "Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

@@ -48,7 +48,7 @@ class BlockColumns:
         self.t_dispatch, self.t_start, self.t_ready = (column(np.zeros(n), np.float64) for _ in range(3))
         self.t_end = column(np.full(n, -1.0), np.float64)
         self.blocked = bytearray(n)
-        self.pending = bytearray(n if gpu.write_back == "blocking" else 2 * n)  # n + b: b's write-back (write_back.py)
+        self.pending = bytearray(n)
         self.dram_bytes = column(np.zeros(n), np.float64)
         self._block_work(order, graph, gpu, work_scale)
 

@@ -13,7 +13,7 @@ cdef int _NO_COUNTER, _GEMM
 
 cdef class _Machine:
     cdef public object env, clock, call_later, gpu, graph, kernels, policy_name, policy_options
-    cdef public object l2, l2_read, l2_write, blocks, policy, queue, dram_submit, l2_submit, fp_release, write_back
+    cdef public object l2, l2_read, l2_write, blocks, policy, queue, dram_submit, l2_submit, fp_release
     cdef public const int32_t[:] waits, signals
     cdef public list remaining, dram_cost, spans, fp_submit
     cdef public dict waiters

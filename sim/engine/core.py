@@ -2,11 +2,11 @@
 
 A kernel is a list of tasks in logical block order plus one block footprint. Its blocks go out one at a
 time, in order, as slots free (`dispatcher` hands each to the SM its policy picks, one per
-`tb_dispatch_interval_cycles`, arriving `tb_dispatch_latency_cycles` later; a static megakernel's first wave
-in its ticket race, `ticket_race`). A thread block then lives as the megakernel's blocks do (paper Listing 2):
+`tb_dispatch_interval_cycles`, arriving `tb_dispatch_latency_cycles` later). A thread block then lives as the
+megakernel's blocks do (paper Listing 2):
 
 1. start (`task_overhead_cycles` after it lands: ticket, task-map read; a block of a non-fused kernel
-   has neither and pays only `block_launch_cycles`):
+   has neither and pays only its dispatch latency):
    poll the counters it waits on. If one is not zero the block spins
    *holding its slot* until the last parent signals, and notices one atomic
    plus half a poll period later; if all are zero already, reading them
@@ -17,11 +17,9 @@ in its ticket race, `ticket_race`). A thread block then lives as the megakernel'
    once: DRAM bytes (misses + write-backs) on the chip's DRAM queue, all its
    bytes on the L2 queue (its writes land in L2 when it ends), its FLOPs (over the op's efficiency) on its SM's
    FP32 queue. Memory and compute overlap; the block is done when all three
-   are, and never sooner than one DRAM latency plus its bytes over what one
-   block of its type can keep in flight (`block_bytes_per_cycle`); then it
-   spends its type's fixed cycles and, with `serial_latency = "additive"`,
-   its serial steps times their latency (`step_cycles`), which under "floor"
-   are instead a minimum (`megasim.contract.work.block_latency_cycles`). Its FLOPs are the
+   are, and never sooner than one DRAM latency; then it spends its type's
+   fixed cycles and its serial steps times their latency (`step_cycles`,
+   `megasim.contract.work.block_latency_cycles`). Its FLOPs are the
    ones its code issues, padding included, and its DRAM bytes cost 1 over
    its type's `dram_access_efficiency` (`megasim.contract.work`). With
    `block_work_cv` > 0 each block's work is scaled by a seeded lognormal
@@ -32,17 +30,19 @@ Everything here is callbacks on SimPy events (through `Clock`), not one generato
 graph has 60,000 blocks per launch sequence. If the event queue empties with blocks unfinished, every resident
 block is spinning on parents that cannot be dispatched: `DeadlockError` names them.
 
-Where this departs from SimPy's idiom, and why (each for speed, issue 14):
+Where this departs from SimPy's idiom, and why (each for speed: the engine rewrite of 2026-11,
+docs/performance.md "Simulator speed"):
 - Blocks are callbacks, not processes, and the actions due at one instant share one SimPy event
   (`Clock`). Their order at that instant is the order they were scheduled, which is SimPy's own FIFO
   order had each been an event; nothing here adds a tie-break of its own. That order is part of the
   model's answer, not noise to be tidied: run the actions of each instant in reverse and the fused
   ResNet-2 prediction on the calibrated H200 moves by 3.5%, and a quantum of 31.99 cycles instead of
   32 moves it by 6.7%: the model is chaotic at that scale, so any change that moves one action within
-  its instant, or one float's last bit, moves predictions by more than the 0.5% issue 14 allows. So
+  its instant, or one float's last bit, moves predictions by more than the 0.5% the rewrite allowed. So
   the engine keeps every action (queue timers included, early ones too) at the instant and in the
   order it always had, with the same float operations in the same order, and its predictions are bit
-  for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`).
+  for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`, and the committed
+  profiles' predictions in `tests/sim/test_profile_predictions.py`).
 - Per-block state is NumPy columns read through memoryviews (`BlockColumns`), and what a block's jobs
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue
@@ -61,20 +61,18 @@ from megasim.engine.blocks import BlockColumns, run_scale, view
 from megasim.engine.clock import Clock
 from megasim.engine.deadlock import deadlock_message
 from megasim.engine.dispatch import make_policy
-from megasim.engine.dispatch.ticket_race import race_first_wave
 from megasim.engine.l2 import L2Model
 from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
 from megasim.engine.ready_fifo import QueueState
 from megasim.engine.weighted_psqueue import WeightedPSQueue
-from megasim.engine.write_back import WriteBack
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import StageResources, blocks_per_sm
 from megasim.contract.scheduling import ReadyQueue
 from megasim.contract.spec import GPUSpec
-from megasim.contract.work import block_latency_cycles
 
 _NO_COUNTER = NO_COUNTER  # a C int where this module is compiled (core.pxd)
 _GEMM = int(Op.GEMM)  # likewise
@@ -85,7 +83,6 @@ class Kernel:
     """One launch: tasks in logical order, one block footprint, and whether blocks poll counters.
 
     `preceding_launches` tiny launches go first (the megakernel's counter reset), each one launch gap.
-    `preceding_ops`: the stages its sequence launched before it (their stores are dirty in an absorbing L2).
     A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
@@ -96,7 +93,6 @@ class Kernel:
     check_deps: bool
     name: str = "kernel"
     preceding_launches: int = 0
-    preceding_ops: tuple = ()
     persistent: bool = False
     ready: ReadyQueue | None = None
 
@@ -135,9 +131,6 @@ class _Machine:
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added
         self.dram_bytes, self.blocked = cols.dram_bytes, cols.blocked
-        self.write_back = (WriteBack(cols, self.dram_cost, gpu.l2_bytes * gpu.dirty_l2_fraction,
-                                     gpu.write_back == "absorbed", graph, kernels[0].preceding_ops)
-                           if gpu.write_back != "blocking" else None)
         self.spans, self.seed = [], seed
         self.kernel_index = -1
         self.done_total = 0
@@ -154,16 +147,12 @@ class _Machine:
         self.check = kern.check_deps
         slots = blocks_per_sm(gpu, kern.resources)
         self.policy = make_policy(self.policy_name, gpu, slots, self.policy_options)
-        race_first_wave(self.policy, kern, gpu, self.seed + k)
         self.launched_blocks = slots * gpu.sm_count if kern.persistent or kern.ready else self.size
         self.queue = kern.ready and QueueState(kern.ready, self.base, self.launched_blocks)
         self.threads = kern.resources.threads
         co_resident = min(slots, -(-len(kern.tasks) // gpu.sm_count))
-        mem_cap = gpu.sm_bytes_per_cycle / (co_resident if gpu.memory_path_share == "launch" else 1)
-        queue = (self.write_back.queue_for(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.jobs_done)
-                 if self.write_back else PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending,
-                                                 self.jobs_done))
-        self.dram_submit = queue.submit
+        mem_cap = gpu.sm_bytes_per_cycle / co_resident
+        self.dram_submit = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         fp_cap = 2.0 * kern.resources.threads
         sticky = gpu.sm_sharing == "resident" or bool(gpu.issue_weight)
@@ -179,8 +168,8 @@ class _Machine:
         self.fp_release = [q.release for q in fp] if sticky else None
         self.spins = self.check and not self.queue
         self.interval = gpu.tb_dispatch_interval_cycles
-        self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else gpu.block_launch_cycles)
-        self.looped = max(0.0, self.overhead - gpu.block_launch_cycles)
+        self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else 0.0)
+        self.looped = float(self.overhead)
         self.next_dispatch_at = now
         self.spans.append([now, None])
         self.pump(now)
@@ -245,7 +234,6 @@ class _Machine:
         self.t_ready[b] = now
         dram = self.l2_read(self.order[b]) + self.written[b]
         self.dram_bytes[b] = dram
-        dram = self.write_back.detach(now, b, dram) if self.write_back else dram
         if dram:
             self.pending[b] = 3
             self.dram_submit(now, dram * self.scale[b] * self.dram_cost[self.op[b]], b)
@@ -389,12 +377,9 @@ class _StretchedMachine(_Machine):
 DEFAULT_QUANTUM_CYCLES = 32.0
 
 
-def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = "in_order_round_robin",
+def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = DEFAULT_POLICY,
                 policy_options: dict | None = None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
     """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value); `seed`
-    draws the per-block work variation and the ticket race (if the spec has them)."""
-    if gpu.neighbour_slowdown or gpu.unshared_fp32:
-        from megasim.engine.company import CompanyMachine as machine
-    else:
-        machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
+    draws the per-block work variation (if the spec has it)."""
+    machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
     return machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()

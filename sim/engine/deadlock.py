@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from megasim.contract.graph import NO_COUNTER
 from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.scheduling import ran_dry
 
 
 def deadlock_message(machine) -> str:
@@ -13,8 +14,7 @@ def deadlock_message(machine) -> str:
     n = len(cols)
     if machine.queue:
         never = [b for b in range(n) if cols.sm[b] < 0]
-        return (f"ready queue ran dry at {at:.1f} us: {len(never)} tasks never "
-                f"became ready (first blocks {never[:5]}); a counter they wait on never reaches zero")
+        return ran_dry(never, f" at {at:.1f} us")
     pos = {task: b for b, task in enumerate(cols.order)}
     spinning = [b for b in range(n) if cols.blocked[b] > 0]
     parts = []

@@ -10,10 +10,9 @@ from __future__ import annotations
 from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import Execution, RunConfig
 from megasim.contract.mapping import Mapping
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.spec import GPUSpec
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
-
-DEFAULT_POLICY = "in_order_round_robin"
 
 
 class SimpyInterpreter:

@@ -1,7 +1,8 @@
 """How long a GEMM block has worked on each SM: what `GPUSpec.gemm_neighbour_stretch` charges for.
 
 Per-block traces show an input transform taking 1.2-1.6x longer while a GEMM block works on its SM than while
-none does, nearly whatever the number of GEMMs (docs/calibration-analysis.md, session 8): the GEMM's shared-memory
+none does, nearly whatever the number of GEMMs (docs/decisions.md,
+"A GEMM weighs 2 in an SM's issue"): the GEMM's shared-memory
 loads keep the SM's load/store pipe busy, and the transform's loads queue behind them. Its FP32 share cannot say
 that (its FLOPs are few), so the engine keeps, per SM, the time during which at least one GEMM block worked
 there, and stretches a block's work by its op's factor times the fraction of its jobs' time that was so.

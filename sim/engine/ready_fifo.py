@@ -3,27 +3,22 @@ from __future__ import annotations
 
 from collections import deque
 
-from megasim.contract.scheduling import ReadyQueue
+from megasim.contract.scheduling import ReadyQueue, RootWindow
 
 
 class QueueState:
-    """A ready-queue kernel's FIFO, in global block numbers, its pending counts, and its root window: the
-    first `window` roots are queued at launch, the next one each time a root finishes
-    (`megasim.contract.scheduling`)."""
+    """A ready-queue kernel's FIFO, in global block numbers, its pending counts, and its root window
+    (`megasim.contract.scheduling.RootWindow`)."""
 
     def __init__(self, ready: ReadyQueue, base: int, window: int):
         self.ready, self.base = ready, base
-        self.roots = (ready.roots + base).tolist()
-        self.fifo = deque(self.roots[:window])
-        self.next_root = min(window, len(self.roots))
+        self.roots = RootWindow((ready.roots + base).tolist(), window)
+        self.fifo = deque(self.roots.first())
         self.pending = ready.pending.tolist()
 
     def next_root_after(self, b: int) -> list:
         """Block `b` finished: the root it lets into the FIFO, if it was a root and any are left."""
-        if self.ready.pending[b - self.base] or self.next_root >= len(self.roots):
-            return []
-        self.next_root += 1
-        return [self.roots[self.next_root - 1]]
+        return [] if self.ready.pending[b - self.base] else self.roots.after_root()
 
     def sweep(self, counter: int, threads: int) -> dict[int, list]:
         """The waiters `counter` makes ready, by the sweep round that pushes them."""

@@ -6,12 +6,13 @@ import time
 from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import Mapping, infusible_count
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.engine.interpreter import SimpyInterpreter
 from megasim.engine.result import RunStats, SimResult
 
 
-def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = "in_order_round_robin",
+def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = DEFAULT_POLICY,
              policy_options: dict | None = None, mode: str = "static") -> SimResult:
     """Run the megakernel under `mapping` and the four non-fused kernels on one GPU model, through the
     SimPy interpreter. `mode` is the megakernel's scheduling mode. Each run's process CPU time is taken

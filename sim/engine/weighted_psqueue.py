@@ -2,7 +2,8 @@
 
 `PSQueue` shares a resource equally. Per-block traces show an SM's issue is not shared equally between task
 types: a GEMM block barely slows beside a transform, while an input transform beside working GEMMs takes up
-to twice its time alone (docs/calibration-analysis.md, session 7). A warp scheduler picks among ready warps,
+to twice its time alone (docs/decisions.md,
+"A GEMM weighs 2 in an SM's issue"). A warp scheduler picks among ready warps,
 and a GEMM's warps, with their long runs of independent FFMAs, are ready far more often than a transform's,
 which wait on loads. So each block gets capacity x w / W, w its task type's `issue_weight` and W the
 weights of every block working on the SM: discriminatory processor sharing. As in a sticky `PSQueue`

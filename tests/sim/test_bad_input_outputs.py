@@ -1,4 +1,4 @@
-"""Issue 13, outputs and flags: each bad case is one line on stderr, exit code 2, no traceback and nothing left
+"""Bad input, outputs and flags: each bad case is one line on stderr, exit code 2, no traceback and nothing left
 behind; each flag that used to be ignored is either applied or refused. Adding a case is one line.
 
 The CLI runs in-process (`main(argv)`). Paths in a case are templates: {tmp} is the test's folder, holding

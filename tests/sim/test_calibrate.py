@@ -42,6 +42,7 @@ def small_gpu():
 STEPS = {"input_transform": 1500.0, "gemm": 300.0}
 
 
+@pytest.mark.slow
 def test_stage2_recovers_compute_efficiency(small_gpu):
     truth = small_gpu.with_model(compute_efficiency=TRUTH, step_cycles=STEPS, block_fixed_cycles={"gemm": 3000.0},
                                  dram_access_efficiency={"input_transform": 0.7})

@@ -41,6 +41,7 @@ def quick_fit(monkeypatch):
     monkeypatch.setattr("megasim.app.calibrate.run.fit_fused", lambda *a, **k: (fused, 0.01))
 
 
+@pytest.mark.slow
 def test_calibrate_from_raw_writes_a_fresh_profile_under_out_and_says_how_to_use_it(tmp_path, monkeypatch,
                                                                                     capsys, quick_fit):
     committed = profile_path("h200").read_bytes()

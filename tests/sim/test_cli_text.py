@@ -91,22 +91,3 @@ def test_heatmaps_of_a_two_by_two_space_fit_their_text(tmp_path, monkeypatch):
     for t in texts:
         ext = t.get_window_extent(renderer)
         assert box.x0 - 1 <= ext.x0 and ext.x1 <= box.x1 + 1 and box.y0 - 1 <= ext.y0 and ext.y1 <= box.y1 + 1, t.get_text()
-
-
-def _readme_commands() -> list[list[str]]:
-    import re
-    import shlex
-    from ..conftest import REPO
-    block = re.search(r"## Using it\n\n```bash\n(.*?)```", (REPO / "README.md").read_text(), re.S).group(1)
-    lines = block.replace("\\\n", " ").splitlines()
-    return [shlex.split(line, comments=True) for line in lines if line.startswith("megasim ")]
-
-
-def test_the_readmes_commands_parse_and_its_paths_agree():
-    from megasim.app.cli import build_parser
-    commands = _readme_commands()
-    assert len(commands) > 15
-    parsed = [build_parser().parse_args(argv[1:]) for argv in commands if argv[1:] != ["--version"]]
-    searched = {f"{a.out}/best.json" for a in parsed if a.command == "search" and a.out}
-    read = {a.mapping for a in parsed if a.command == "simulate" and a.mapping}
-    assert read and read <= searched

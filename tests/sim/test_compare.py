@@ -9,6 +9,7 @@ from megasim.app.cli import main
 from megasim.app.measured_trace import problem_meta, read_measured, write_measured_trace
 from megasim.app.overlay import busy_sms, from_first_start, plot_overlay, task_errors
 from megasim.contract.graph import build_graph
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.mapping import make
 from megasim.contract.problem import Op
 from megasim.contract.records import TB_RECORD, empty_records
@@ -89,7 +90,7 @@ def test_compare_renders_the_committed_measured_trace(tmp_path, capsys):
     assert set(rows) == {"filter_transform", "input_transform", "gemm", "output_transform", "all"}
     assert rows["all"]["blocks_measured"] == rows["all"]["blocks_simulated"] == 2172
     assert abs(rows["all"]["span_error"]) < 0.25  # the calibrated model is within a few percent here
-    assert doc["gpu"] == "h200" and doc["policy"] == "gpc_interleaved"
+    assert doc["gpu"] == "h200" and doc["policy"] == DEFAULT_POLICY  # the policy `simulate` predicts under
     assert png.stat().st_size > 50_000 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -1,4 +1,5 @@
-"""The engine predicts what it predicted before its hot path was rewritten for speed (issue 14).
+"""The engine predicts what it predicted before its hot path was rewritten for speed
+(2026-11-23, from commit 4aab740).
 
 `docs/results/engine_speed/equivalence.json` holds `megasim simulate --json`'s fused and non-fused time for
 the 13 paper layers on h200 (calibrated) and v100 (datasheet), recorded before the rewrite. CI re-runs a
@@ -17,12 +18,6 @@ RECORDED = json.loads((STUDIES / "engine_speed" / "equivalence.json").read_text(
 BIG = {"vgg-1", "vgg-2", "yolov3-1", "yolov3-2"}
 SAMPLE = [r for r in RECORDED["runs"] if (r["layer"] in BIG) == (r["gpu"] == "v100")
           or r["layer"] in {"resnet-2", "resnet-4", "yolov3-5"}]
-
-
-def test_sample_covers_every_layer_and_both_gpus():
-    assert {r["layer"] for r in SAMPLE} == {r["layer"] for r in RECORDED["runs"]}
-    assert {r["gpu"] for r in SAMPLE} == set(equivalence.GPUS)
-    assert len({r["layer"] for r in RECORDED["runs"]}) == 13
 
 
 @pytest.mark.parametrize("recorded", SAMPLE, ids=lambda r: f"{r['layer']}-{r['gpu']}")

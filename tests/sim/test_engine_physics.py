@@ -95,17 +95,17 @@ def test_block_work_variation_keeps_the_mean_and_breaks_lockstep():
     assert runs[0].total_cycles == pytest.approx(ideal, rel=0.1)
 
 
-def test_persistent_blocks_skip_the_block_launch():
-    """One slot, eight tasks: a persistent block pays dispatch and block launch once, a static one per task."""
-    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
-                  block_launch_cycles=400)
+def test_persistent_blocks_skip_the_dispatch():
+    """One slot, eight tasks: a persistent block pays dispatch once, a static one per task; both pay the task
+    overhead (ticket, task-map read) per task."""
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000)
     n = 8
     g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
     static = run_kernels(g, [Kernel(np.arange(n), BLOCK, True)], gpu, quantum=0.0).total_cycles
     persistent = run_kernels(g, [Kernel(np.arange(n), BLOCK, True, persistent=True)], gpu, quantum=0.0).total_cycles
     work = 1000.0 / gpu.fp32_flops_per_cycle_per_sm
     assert static == pytest.approx(n * (300 + 1000 + work))
-    assert persistent == pytest.approx((300 + 1000 + work) + (n - 1) * (1000 - 400 + work))
+    assert persistent == pytest.approx((300 + 1000 + work) + (n - 1) * (1000 + work))
 
 
 def test_a_block_pays_each_counter_it_reads_even_when_already_zero():
@@ -171,13 +171,12 @@ def test_equal_issue_weights_are_resident_sharing():
 
 
 def test_a_non_fused_block_pays_no_megakernel_overhead():
-    """Ticket and task-map read are the megakernel's: a non-fused block pays dispatch and block launch only."""
-    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
-                  block_launch_cycles=400)
+    """Ticket and task-map read are the megakernel's: a non-fused block pays its dispatch only."""
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000)
     n = 8
     g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
     plain = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles
-    assert plain == pytest.approx(n * (300 + 400 + 1000.0 / gpu.fp32_flops_per_cycle_per_sm))
+    assert plain == pytest.approx(n * (300 + 1000.0 / gpu.fp32_flops_per_cycle_per_sm))
 
 
 def test_persistent_mode_is_static_when_starting_a_task_costs_nothing():

@@ -1,5 +1,5 @@
 """The megakernel's DRAM reads, counted by Nsight Compute on the H200, fix the usable L2 that fused times cannot
-(`megasim.app.calibrate.fused_dram`, docs/calibration-analysis.md, session 17)."""
+(`megasim.app.calibrate.fused_dram`, docs/decisions.md, "The usable L2 is pinned at 0.3")."""
 from dataclasses import replace
 
 import numpy as np

@@ -113,8 +113,7 @@ def test_engine_runs_orders_that_deadlock_static(graph):
 def test_ready_queue_pays_a_block_launch_once_like_persistent():
     """Independent tasks on one slot: the ready queue costs what the persistent loop costs."""
     from .conftest import synthetic_graph
-    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000,
-                  block_launch_cycles=400)
+    gpu = toy_gpu(sm_count=1, max_blocks_per_sm=1, tb_dispatch_latency_cycles=300, task_overhead_cycles=1000)
     n = 8
     g = synthetic_graph([Op.GEMM] * n, [1000.0] * n, [0] * n)
     ready = ready_queue(g, np.arange(n))

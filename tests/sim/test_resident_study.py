@@ -1,8 +1,7 @@
-"""The study profiles (`sm_sharing = "resident"`; session 7: the GEMM from the per-block trace law; session 8:
-the GEMM and the output transform from theirs): the figures docs/calibration-analysis.md quotes are what
-their committed predictions say, and the engine still gives them."""
+"""The resident-form study profiles of 2026-11-25 (`sm_sharing = "resident"`; `resident_law`: the GEMM from its
+per-block trace law; `resident_laws`: the GEMM and the output transform from theirs), kept as fixtures: the figures
+docs/decisions.md quotes are what their committed predictions say, and the engine still gives them."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from megasim.app.catalog import load_gpu
 from megasim.contract.interpreter import RunConfig
 from megasim.engine.interpreter import SimpyInterpreter
 
-from ..conftest import CALIBRATION_RAW
+from ..conftest import CALIBRATION_RAW, FIXTURES
 
-STUDY = Path(__file__).parents[2] / "docs" / "results" / "fidelity_v2"
+STUDY = FIXTURES / "resident_study"
 
 
 # name: (paper held-out fused and non-fused MAPE %, layers with Spearman >= 0.8, corpus held-out fused and
@@ -58,9 +57,9 @@ def test_the_engine_still_gives_the_study_predictions(study):
 
 @pytest.mark.parametrize("gpu, profile", [("h200", "h200_resident_laws"), ("h100", "h100_resident_laws")])
 def test_replaying_the_measured_dispatch_lands_within_8_percent(gpu, profile):
-    """Issue 12's replay target, met by the session-8 study profiles: ResNet-2's megakernel with every block on
-    the SM and in the order its traced launch had, against the untimed run of the same mapping (the committed
-    profiles give +30% and +45%: docs/calibration-analysis.md, session 8)."""
+    """The replay target, met by the 2026-11-25 study profiles: ResNet-2's megakernel with every block on the SM
+    and in the order its traced launch had, against the untimed run of the same mapping (the jobs-form profiles
+    of that date gave +30% and +45%: docs/decisions.md, "The resident form")."""
     trace = CALIBRATION_RAW / f"{gpu}_trace_resnet2.json"
     runs = json.loads((CALIBRATION_RAW / f"{gpu}_runs.json").read_text())["runs"]
     run = next(r for r in runs if r["layer"]["name"] == "ResNet-2" and r["strategy"] == "paper"

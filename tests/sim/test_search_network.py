@@ -59,6 +59,7 @@ def test_distinct_layers_merge_repeated_shapes():
     assert [(nl.folder, nl.count, nl.names) for nl in layers] == [("a", 3, ["net/a", "net/c"]), ("a-2", 3, ["net/a"])]
 
 
+@pytest.mark.slow
 def test_network_search_on_a_local_dask_cluster(tmp_path, capsys, tiny_network):
     pytest.importorskip("dask.distributed")
     out = tmp_path / "out"

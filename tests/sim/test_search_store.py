@@ -180,6 +180,7 @@ def test_search_without_optuna_is_one_line(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_two_searches_on_one_out_one_refuses_and_the_other_finishes(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "megasim.app.cli", "search", "--layer", "ResNet-2", "--variant", "4", "--mode",

@@ -111,6 +111,7 @@ def test_schedule_documents_round_trip_and_refuse_garbage(searched):
         Schedule.from_doc({"schema": 1, "shape": [1, 2]}, "x.json")
 
 
+@pytest.mark.slow
 def test_a_shape_the_search_space_cannot_hold_gets_the_partition_table(tmp_path):
     got = Schedules(cache_dir=str(tmp_path), search_budget=2, variants=(2,)).resolve((1, 8, 12, 12, 8), "h200")
     assert got.source.startswith("partition table of h200, paper defaults: the search space had no legal point")

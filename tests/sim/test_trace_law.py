@@ -38,6 +38,7 @@ def test_task_costs_of_the_h200_trace(h200_trace):
     assert costs == {"task_overhead_cycles": 2633, "wait_check_cycles": pytest.approx(1330.2, abs=0.1)}
 
 
+@pytest.mark.slow
 def test_the_gemm_law_is_the_committed_one(sample):
     folder, npz = sample
     law = json.loads((folder / "gemm_law.json").read_text())
@@ -47,6 +48,7 @@ def test_the_gemm_law_is_the_committed_one(sample):
     assert len(errors) == 72
 
 
+@pytest.mark.slow
 def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for_all(sample):
     """The 8 x 8 body pays more than twice the 8 x 4's fixed cycles a block; each 128-thread body's own law has
     a smaller median error than the one law of all bodies (4.3% on the H100's sample, 3.7% on the H200's); a
@@ -67,6 +69,7 @@ def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for
         assert (scalar[0], scalar[2]) == (laws[body][0], laws[body][2]) and scalar[1] > 1.3 * laws[body][1]
 
 
+@pytest.mark.slow
 def test_the_output_law_is_the_committed_one(sample):
     """An output block is slowed by its SM's blocks and by the chip's other outputs: the four-term law fits
     each sample's 72 launches with a median error near 10%, and its chip rate lies between the GPU's DRAM
@@ -82,6 +85,7 @@ def test_the_output_law_is_the_committed_one(sample):
     assert gpu.dram_gbps * 1e3 / 1980 < chip < gpu.l2_gbps * 1e3 / 1980
 
 
+@pytest.mark.slow
 def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
     model, pinned = traced_constants(load_gpu("h200"), h200_trace, SAMPLE_NPZ)
     assert model["sm_sharing"] == "resident" and model["wait_check_cycles"] > 1000

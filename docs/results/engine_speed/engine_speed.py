@@ -27,7 +27,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-# (label, --layer, --shape): the two layers issue 14 names, then a VGG-1-like shape scaled in batch.
+# (label, --layer, --shape): ResNet-2 and VGG-1, the speed targets' two layers, then a VGG-1-like shape scaled in batch.
 SIZES = [("ResNet-2", "ResNet-2", None), ("VGG-1", "VGG-1", None),
          ("128x256x56x56, K=256", None, "128,256,56,56,256"),
          ("VGG-1 shape, N=256", None, "256,128,112,112,128"),

@@ -5,9 +5,9 @@
 
 Each entry is what `megasim simulate --layer L --gpu G --json` prints as `fused_us` and `nonfused_us`
 (default mapping, partition and policy; h200 under the H200 profile committed when they were recorded,
-`h200_profile_at_recording.toml`, passed as `--profile` since the committed one moved on in session 9,
+`h200_profile_at_recording.toml`, passed as `--profile` since the committed one moved on (2026-11-25),
 and v100 its datasheet spec). `tests/sim/test_engine_equivalence.py` re-runs them and
-asserts every one within 0.5%: issue 14 rewrote the engine's hot path for speed, and that rewrite may
+asserts every one within 0.5%: the engine's hot path was rewritten for speed (from commit 4aab740), and that rewrite may
 move no prediction by more than the quantum's rounding already does.
 """
 from __future__ import annotations

@@ -3,8 +3,8 @@ sample has them), for Nsight Compute (ncu_fused.sh).
 
     python launch_fused.py OUT [GPU]        # on the device, under ncu; GPU names the tuned partitions (h200)
 
-The cases are the paper layers whose fused input blocks the model gets most wrong, both ways (docs/calibration-
-analysis.md, session 17, item 3): wide layers whose fused input blocks it makes too slow, deep ones it makes too
+The cases are the paper layers whose fused input blocks the model gets most wrong, both ways (under the
+profile of 2026-11-27): wide layers whose fused input blocks it makes too slow, deep ones it makes too
 fast. A warm launch first (its own ncu row, so that the cold one can be told apart), then the measured one; each
 is checked. Writes `cases.json` in OUT: per case, its blocks and the bytes each task type reads and writes
 according to the task graph."""

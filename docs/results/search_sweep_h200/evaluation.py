@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from megasim.contract.files import write_then_rename
-from megasim.contract.ranking import spearman
+from megasim.contract.ranking import regret, spearman
 from megasim.app.search.runner import point_key
 
 
@@ -44,8 +44,8 @@ def analyse(measured: dict, predicted: dict, top: int = 5, tolerance: float = 0.
         "sim_pick": by_predicted[0],
         "sim_pick_measured_us": measured[by_predicted[0]],
         "sim_top_measured_ranks": [measured_rank[k] for k in top_keys],
-        "regret_pick": measured[by_predicted[0]] / best - 1,
-        f"regret_best_of_top{top}": min(measured[k] for k in top_keys) / best - 1,
+        "regret_pick": regret(measured[by_predicted[0]], [measured[k] for k in keys]),
+        f"regret_best_of_top{top}": regret(min(measured[k] for k in top_keys), [measured[k] for k in keys]),
         "runs_to_within_tolerance": runs_needed,
         "tolerance": tolerance,
         "runs_saved": len(keys) - runs_needed,

@@ -19,7 +19,7 @@ slows it less than it would a wall clock. The rows:
 - `megasim simulate`: the whole default command, simulation and printing included;
 - `simulate, up to simulate(), beyond the interpreter start`: the second row's child, counting only its
   CPU from the probe's first line (after the interpreter and its site hooks started) to `simulate()`: what
-  the default ResNet-2 run imports and prepares, which is what issue 14's import target is about.
+  the default ResNet-2 run imports and prepares, which is what the start-up target is about.
 
 `--probe` is the entry point of the child that stops at `simulate()`.
 Rows marked "one BLAS thread" run with OPENBLAS_NUM_THREADS=1 in their environment.

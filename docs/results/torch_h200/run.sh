@@ -31,7 +31,7 @@ nvidia-smi >>"$WORK/env.txt" 2>&1
 pack
 
 # 0. beside step 1: the measured timelines of ResNet-2 (megasim bench --trace's file) and megasim compare on them
-timeout 300 python3 docs/results/measured_trace_h200/trace_resnet2.py "$WORK/trace" >"$WORK/trace.log" 2>&1 &
+timeout 300 python3 docs/results/torch_h200/trace_resnet2.py "$WORK/trace" >"$WORK/trace.log" 2>&1 &
 TRACE_PID=$!
 
 # 1. every schedule (simulator searches) and kernel (CuPy compiles) of both networks at every batch, in parallel

@@ -17,8 +17,8 @@ writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each st
    fitted by least squares on relative error with every (case, launch) weighted alike: the constants
    `sm_sharing = "resident"` needs for the GEMM (`gemm_law.json`).
 5. The output block law, the same with every block on the SM in n and a chip-wide term for the other
-   output blocks' bytes (`output_law.json`; docs/calibration-analysis.md, session 8).
-6. The GEMM law of 4 fitted on each GEMM body alone (`gemm_body_laws.json`; session 9).
+   output blocks' bytes (`output_law.json`; docs/decisions.md, "The output transform from its block law").
+6. The GEMM law of 4 fitted on each GEMM body alone (`gemm_body_laws.json`; docs/decisions.md, "One GEMM law per GEMM body").
 """
 import json
 import sys

@@ -7,7 +7,7 @@ blocks (those that started within 1 us of the launch's first), grouped by SM, th
 when they ended (median over SMs with the full count), and how the blocks after the first wave spread over
 SMs (the fewest and the most one SM ran, and the standard deviation). The same for the simulator under the profile (default: the committed
 H200 one, whose SMs are the H100's; the sample's DRAM is not), with the launch simulated alone.
-docs/calibration-analysis.md, session 10, reads it.
+docs/decisions.md, "The non-fused GEMM's first wave is staggered", reads it.
 """
 from __future__ import annotations
 

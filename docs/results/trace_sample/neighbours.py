@@ -7,7 +7,7 @@ some, each input block's work (ready to end) is set against the overlap-weighted
 worked on its SM meanwhile, in the trace and in the simulator's run of the same problem under PROFILE, once
 as the profile has it and once per STRETCH, a `gemm_neighbour_stretch` factor for the input transform.
 Writes `neighbours.md` and `neighbours.png` beside the sample. What it shows is in
-docs/calibration-analysis.md, session 8: an input beside a working GEMM takes 1.2-1.6x what it takes beside
+docs/decisions.md, "A GEMM weighs 2 in an SM's issue": an input beside a working GEMM takes 1.2-1.6x what it takes beside
 none, where the model, sharing only FP32 issue, makes it no slower.
 """
 import json

@@ -5,7 +5,7 @@
 `megasim validate` reports the replay target itself (`megasim.app.calibrate.replay_check`: each static fused case
 of the GPU's own trace sample replayed on its traced SMs, and under the default dispatch). This study adds
 `--opt when_full=any`, which takes any free SM when the traced one is full, and writes `replay.md` and
-`replay.json` in the folder (docs/calibration-analysis.md, session 11, finding 3).
+`replay.json` in the folder (docs/decisions.md, "The H200 fits on its own trace sample").
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ def per_op(graph, values) -> dict:
 
 
 def case_row(name: str, graph, **extra) -> dict:
-    """A `cases.json` row of the later Nsight Compute calls (session 16's transforms, docs/results/ncu_fused): the
+    """A `cases.json` row of the later Nsight Compute calls (the transforms' and the megakernels', docs/results/ncu_fused): the
     case, its partition, `extra`, and per task type its blocks and the bytes it reads and writes."""
     from dataclasses import asdict
     read, written = graph.bytes_per_task()

@@ -2,7 +2,7 @@
 
 Every corpus run (`scenarios/calibrations/raw/<gpu>_corpus.jsonl`: per shape two mappings x static and
 persistent, and the non-fused graph) is predicted under a profile. `corpus_summary` states, per split,
-what issue 12's targets ask: fused and non-fused MAPE, the winner call on every shape whose measured
+what the fidelity targets ask: fused and non-fused MAPE, the winner call on every shape whose measured
 margin exceeds 3%, and how many predicted margins land within 3 points of the measured one. Pure
 functions over the rows, so CI recomputes them from the committed predictions.
 """
@@ -100,7 +100,7 @@ def corpus_section(summary: dict) -> list[str]:
     h = summary["heldout"]
     lines = ["## Held-out corpus shapes (never fitted)", "",
              "Generated shapes unlike the paper's: batch 1-256, C and K 3-1024, ragged and non-square, F(2)/F(4)/F(6) "
-             "(`scenarios/calibrations/raw/<gpu>_corpus.jsonl`). Targets from issue 12 in brackets.", "",
+             "(`scenarios/calibrations/raw/<gpu>_corpus.jsonl`). Targets in brackets.", "",
              "| | value | target |", "|---|---|---|",
              f"| shapes / fused runs | {h['shapes']} / {h['runs']} | |",
              f"| fused MAPE | {h['fused_mape']:.1%} | <= 6% |",

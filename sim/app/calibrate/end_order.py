@@ -3,7 +3,8 @@
 Blocks that start together on an SM do not end together: a warp scheduler issues the oldest ready warp,
 so the block that arrived first ends first (three GEMM blocks started within 0.05 us end at 79, 88 and
 102 us). The order matters more than the times: the first block to end on every SM ends before any SM's
-second, so the blocks after the first wave spread one per SM (docs/calibration-analysis.md, session 10).
+second, so the blocks after the first wave spread one per SM (docs/decisions.md, "The non-fused GEMM's first
+wave is staggered"; docs/results/trace_sample/h100/end_ranks.txt).
 """
 from __future__ import annotations
 

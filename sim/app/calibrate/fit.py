@@ -33,7 +33,7 @@ def launch_gap_us(boundary_us: float, dispatch_latency_cycles: float | None, clo
     takes from one kernel's last block ending to the next one's first block *starting* (measured on an H200,
     0.74-0.93 us whatever ran before: docs/results/launch_gap). The engine waits `launch_overhead_us` and then
     dispatches, and the block starts `tb_dispatch_latency_cycles` later, so the boundary less that latency is
-    the launch gap; charging the whole boundary counted the dispatch latency twice (session 12)."""
+    the launch gap; charging the whole boundary counted the dispatch latency twice (docs/decisions.md)."""
     latency_us = (dispatch_latency_cycles or 0) / clock_mhz
     return round(max(boundary_us - latency_us, 0.0), 4)
 

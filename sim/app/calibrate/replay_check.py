@@ -1,4 +1,4 @@
-"""Issue 12's replay target: the simulator given each block's measured SM, against the measured time.
+"""The replay target: the simulator given each block's measured SM, against the measured time.
 
 A GPU's per-block trace sample (`<gpu>_trace_sample.npz`, `docs/results/trace_sample/pack.py`) holds, for each
 case, the SM every block of one traced megakernel launch ran on; `<gpu>_trace_sample_summary.json` holds each
@@ -6,7 +6,8 @@ case's untraced time (median of 20 rotated launches) from the same device call. 
 twice under the profile: with the `replay` dispatch policy on the traced placement (a block waits for its traced
 SM, keeping the logical order), and under the default dispatch. Persistent and ready-queue cases are left out:
 there a block's SM does not say which tasks it ran. Why the replay runs slow where the default dispatch does
-not: docs/calibration-analysis.md, session 11, finding 3.
+not: the placement stacks GEMMs on some SMs, and any timing error then stalls the dispatch behind them
+(docs/decisions.md, "The H200 fits on its own trace sample").
 """
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ def replay_section(rows: list[dict]) -> list[str]:
     lines = ["## Replaying measured placements (the GPU's own per-block trace sample)", "",
              "Each static megakernel case of the trace sample simulated with every block on the SM it was traced on "
              "(`--policy replay`: a block waits for that SM, keeping the logical order), against the case's untraced "
-             f"time. Target from issue 12: within {TARGET:.0%}.", "",
+             f"time. Target: within {TARGET:.0%}.", "",
              f"| dispatch | cases within {TARGET:.0%} | MAPE | median error | worst | blocks on their traced SM |",
              "|---|---|---|---|---|---|"]
     for name, label in (("replay", "replay of the traced placement"), ("default", "default dispatch")):

@@ -97,7 +97,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
     `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
     block law), so stage 2 fits the other transforms and the output's DRAM access efficiency alone
-    (docs/calibration-analysis.md, sessions 7 and 8). A GPU whose megakernel DRAM reads were counted has its
+    (docs/decisions.md, "The resident form" and "The output transform from its block law"). A GPU whose megakernel DRAM reads were counted has its
     usable L2 pinned from them (`fused_dram.USABLE_L2`): stage 3 then fits at most the block overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
@@ -251,7 +251,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     if trace is not None:
         from megasim.app.overlay import plot_overlay
         run = {**trace, "split": "trace"}
-        sim_rec = simulated_records(run, spec, "gpc_interleaved")
+        sim_rec = simulated_records(run, spec)
         figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
         plot_overlay(records_from_dicts(trace["records"]), sim_rec, figures["overlay"], num_sms=spec.sm_count)
         extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",

@@ -1,4 +1,4 @@
-"""How accurate a model must be to meet issue 12's two ranking targets, against how accurate this one is.
+"""How accurate a model must be to meet the two ranking targets, against how accurate this one is.
 
 Both targets compare differences, not times. "Spearman >= 0.9 within every layer" orders 13 mappings whose best
 half the hardware puts within a fraction of a percent of each other, and "the predicted fusion margin within 3

@@ -1,4 +1,4 @@
-"""What per-block hardware traces measure directly, for the fit (issue 12, session 7).
+"""What per-block hardware traces measure directly, for the fit (docs/decisions.md, "The resident form").
 
 Two things a kernel's total time cannot tell apart, and a trace of its blocks can:
 
@@ -32,14 +32,13 @@ from megasim.contract.work import issued_flops, serial_steps
 TICK_US = 0.032  # %globaltimer's resolution on Hopper: every measured time is a multiple of it
 FIELDS = ("task", "op", "sm", "start_us", "ready_us", "end_us")
 SAMPLE_PER_LAUNCH = 4000
-# How a GEMM shares an SM with blocks of other types, read off the H100 sample (docs/calibration-analysis.md,
-# session 8 findings 1-2: a transform slows a GEMM like 0.5 of a GEMM, and an input beside working GEMMs takes
-# 1.2-1.6x its work beside none); session 9 took these values, the smallest that keep every committed floor
-# on the H200's held-out runs. The H100's held-out runs need a stretch of 0.4 for the same (session 10:
-# ResNet-1's pick), still inside the traced 1.2-1.6x; the H200's, fitted on its own sample with the launch gap
-# counted once (`fit.launch_gap_us`), 0.25 (session 13: 0.2 lost ResNet-1's call and pick, 0.25-0.3 kept them).
-# With the megakernel's GEMM blocks under a law of their own (`launches_of`, session 16) the H200 is back at the
-# reading's 0.2: at 0.25 one layer fewer keeps Spearman >= 0.8, at 0.3 one winner fewer is called right.
+# How a GEMM shares an SM with blocks of other types, read off the H100 sample (docs/results/trace_sample/h100/
+# neighbours.md: a transform slows a GEMM like 0.5 of a GEMM, and an input beside working GEMMs takes 1.2-1.6x
+# its work beside none); the values are the smallest that keep every committed floor on the held-out runs
+# (docs/decisions.md, "A GEMM weighs 2 in an SM's issue"). The H100's held-out runs need a stretch of 0.4 for
+# the same (ResNet-1's pick), still inside the traced 1.2-1.6x. The H200's, with its megakernel's GEMM blocks
+# under a law of their own (`launches_of`), is the reading's 0.2: at 0.25 one layer fewer keeps Spearman >= 0.8,
+# at 0.3 one winner fewer is called right (2026-11-27).
 NEIGHBOUR_READINGS = {"issue_weight": {"gemm": 2.0}, "gemm_neighbour_stretch": {"input_transform": 0.2}}
 INPUT_STRETCH = {"h100": 0.4, "h200": 0.2}
 
@@ -55,8 +54,8 @@ def neighbour_readings(gpu: str) -> dict:
 def default_sample(raw, gpu: str):
     """`<gpu>_trace_sample.npz` in `raw`, else the first other GPU's sample there by name, else the GPU's own
     path (so the error names it). A block law describes one SM's issue and latency, so a GPU with the same SM
-    (the H200 and the H100 share the GH100 SM and clock) may borrow another's: the H200 did until session 11
-    measured its own, and its GEMM laws came out within 0.3% of the H100's efficiency (the output law's chip
+    (the H200 and the H100 share the GH100 SM and clock) may borrow another's: the H200 did until its own was
+    measured (2026-11-26), and its GEMM laws came out within 0.3% of the H100's efficiency (the output law's chip
     rate follows the H200's faster DRAM)."""
     own = Path(raw) / f"{gpu}_trace_sample.npz"
     others = sorted(Path(raw).glob("*_trace_sample.npz"))
@@ -163,7 +162,7 @@ def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: i
 def launches_of(traces: dict, kind: str) -> dict:
     """The sample with only its launches of one kind ("fused": every megakernel mode; "nonfused"): the
     megakernel's GEMM blocks take 0-6% longer than the GEMM kernel's for the same work, so each gets its own
-    body laws (`GPUSpec.fused_gemm_bodies`; docs/calibration-analysis.md, session 16)."""
+    body laws (`GPUSpec.fused_gemm_bodies`; docs/decisions.md, "The megakernel's GEMM blocks have laws of their own")."""
     return {case: {k: v for k, v in launches.items() if k == kind} for case, launches in traces.items()}
 
 
@@ -174,7 +173,8 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
     and fits its step alone, from however few cases: loading a float at a time changes how long a step
     waits, not the arithmetic. On the H100 sample the median per-launch error falls from 4.3% under one law
     to 1.1% (128 threads, 8 x 4), 3.1% (8 x 8) and 4.4% (96 threads, 8 x 4); the 8 x 8 body pays 8,700 fixed
-    cycles a block against 3,600, and a scalar step takes 1.4-2 vector ones (session 9)."""
+    cycles a block against 3,600, and a scalar step takes 1.4-2 vector ones (docs/results/trace_sample/h100/
+    gemm_body_laws.json)."""
     from megasim.contract.resources import gemm_body
     cases: dict = {}
     for case, problem in meta.items():
@@ -201,9 +201,10 @@ def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed:
     the output block law `fixed + steps x step + n x FLOPs / (eff x peak) + m x bytes / chip rate`: n the blocks
     of any type working on its SM, m the output blocks working on the whole chip (both overlap-weighted, itself
     included), bytes what it reads and writes. Fitted as `gemm_law` is. An output block is slowed by its SM's
-    blocks and by the chip's other outputs alike (session 8): either term alone fits far worse. `op` fits the
+    blocks and by the chip's other outputs alike (docs/results/trace_sample/h100/analysis.md): either term alone
+    fits far worse. `op` fits the
     same law to another transform's blocks, m then counting that type (the input transform's fits worse:
-    docs/results/fidelity_v2/session13/input_law.py)."""
+    docs/decisions.md, "Tried and not adopted")."""
     rng = np.random.default_rng(seed)
     xs, ys, ws, tags = [], [], [], []
     for case, problem in meta.items():

@@ -88,9 +88,10 @@ def plot_scatter(rows, path, gpu: str) -> None:
     save_figure(fig, path)
 
 
-def simulated_records(run: dict, spec, policy: str):
+def simulated_records(run: dict, spec):
+    """The run's per-block records as `simulate` predicts them (the default dispatch policy)."""
     from megasim.engine.interpreter import SimpyInterpreter
-    return SimpyInterpreter(spec, policy).run(graph_of(run), mapping_of(run)).records
+    return SimpyInterpreter(spec).run(graph_of(run), mapping_of(run)).records
 
 
 def write_report(path: Path, gpu: str, command: str, summary: dict, rows: list[dict], figures: dict,
@@ -98,8 +99,8 @@ def write_report(path: Path, gpu: str, command: str, summary: dict, rows: list[d
     """The report; `command` is the `megasim validate` line that wrote it, as given (its own paths)."""
     m = summary["mape"]
     lines = [f"# Calibration: {gpu.upper()}", "",
-             f"Reproduce on any CPU: `{command}`. What the model still misses, and why: "
-             "[calibration-analysis.md](calibration-analysis.md).", "",
+             f"Reproduce on any CPU: `{command}`. The decisions behind the model, with their evidence: "
+             "[decisions.md](decisions.md).", "",
              "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
     for split in ("train", "heldout"):
         s = m[split]

@@ -14,6 +14,7 @@ import json
 from argparse import Namespace
 from pathlib import Path
 
+from megasim.contract import ranking
 from megasim.contract.files import write_then_rename
 from megasim.contract.errors import MegasimError
 
@@ -59,7 +60,7 @@ def regret(rows: list[dict]) -> float | None:
     times = [r["measured_fused_us"] for r in rows if r.get("measured_fused_us")]
     if not times or not rows[0].get("measured_fused_us"):
         return None
-    return rows[0]["measured_fused_us"] / min(times) - 1
+    return ranking.regret(rows[0]["measured_fused_us"], times)
 
 
 def validate_top(problem, space, top: list[dict], reference: dict | None, out: Path, reps: int = 20) -> dict:

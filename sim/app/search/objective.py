@@ -18,6 +18,7 @@ from functools import lru_cache
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import infusible_count, make, validate
+from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
 from megasim.contract.scheduling import MODES
@@ -35,7 +36,7 @@ class Problem:
     variant: WinogradVariant
     gpu: GPUSpec
     strategy: str = "paper"
-    policy: str = "in_order_round_robin"
+    policy: str = DEFAULT_POLICY
     mode: str = MODES[0]
 
     def at(self, space, point: dict) -> tuple[Problem, Partition, dict]:
