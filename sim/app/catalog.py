@@ -123,8 +123,10 @@ def partition_and_source(layer: Layer, gpu: str = "h200", overrides: str | None 
     return part, source
 
 
-def _shown(path: Path) -> str:
-    return str(path.relative_to(SCENARIOS.parent)) if SCENARIOS.parent in path.parents else str(path)
+def shown_path(path) -> str:
+    """A path as the CLI prints it: relative to the checkout when it is megasim's own data, else as given."""
+    real, checkout = Path(path).resolve(), SCENARIOS.parent.resolve()
+    return str(real.relative_to(checkout)) if checkout in real.parents else str(path)
 
 
 def _table(layer: Layer, gpu: str, root: Path) -> tuple[dict, Path, str, dict]:
@@ -132,11 +134,11 @@ def _table(layer: Layer, gpu: str, root: Path) -> tuple[dict, Path, str, dict]:
     path = root / "partitions" / f"{gpu.lower()}.toml"
     fields = Partition().to_dict()
     if not path.exists():
-        return fields, path, f"Partition() defaults (no {_shown(path)})", {}
+        return fields, path, f"Partition() defaults (no {shown_path(path)})", {}
     data = read_toml(path)
     via = ""
     if "same_as" in data:
-        via = f" (same_as in {_shown(path)})"
+        via = f" (same_as in {shown_path(path)})"
         path = root / "partitions" / f"{str(data['same_as']).lower()}.toml"
         data = read_toml(path)
     section = "default_small_k" if layer.k < 64 else "default"
@@ -144,7 +146,7 @@ def _table(layer: Layer, gpu: str, root: Path) -> tuple[dict, Path, str, dict]:
     fields.update(data.get(section, {}))
     fields.update(rows.get(layer.name, {}))
     where = f'[layers] "{layer.name}" over [{section}]' if layer.name in rows else f"[{section}]"
-    return fields, path, f"{_shown(path)}{via} {where}", rows
+    return fields, path, f"{shown_path(path)}{via} {where}", rows
 
 
 def _same_shape_note(layer: Layer, rows: dict, root: Path) -> str:

@@ -1,4 +1,7 @@
 """Synthetic graphs and toy GPUs whose answers follow from arithmetic alone."""
+import signal
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 
@@ -54,3 +57,34 @@ def gpu():
 
 
 __all__ = ["toy_gpu", "synthetic_graph", "BLOCK", "Op"]
+
+
+class Hung(BaseException):
+    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
+
+
+@contextmanager
+def alarm_after(seconds: int = 20):
+    """A hang (a FIFO read, a refusal that comes only after minutes of work) becomes a failure, not a stuck job."""
+    def hung(*_):
+        raise Hung(f"the command ran past its {seconds} s alarm: it hung, or refused only after the work")
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def alarm():
+    """`alarm_after(20)` around the test: the bad-input promise is an answer within 20 s."""
+    with alarm_after(20):
+        yield
+
+
+def write_files(folder, files: dict) -> None:
+    """Each `name: text or bytes` of `files` written into `folder`."""
+    for name, content in files.items():
+        (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())

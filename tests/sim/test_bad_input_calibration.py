@@ -7,7 +7,6 @@ not exist afterwards; an alarm turns a hang, or a refusal that came only after t
 """
 import io
 import json
-import signal
 
 import numpy as np
 import pytest
@@ -191,21 +190,6 @@ CASES = [
     ("corpus-and-from-raw", "calibrate --gpu h200 --corpus 3 --from-raw --raw {tmp}/raw", {}, "drop --from-raw"),
     ("corpus-and-out", "calibrate --gpu h200 --corpus 3 --raw {tmp}/raw --out {tmp}/out/p.toml", {}, "drop --out"),
 ]
-
-
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
-@pytest.fixture
-def alarm():
-    def hung(*_):
-        raise Hung("the command ran past its alarm: refused after the work, or hung")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 def _raw_folder(tmp_path, files: dict) -> None:

@@ -8,12 +8,12 @@ trace of ResNet-2 on the H200. Every command names `--plot {tmp}/out/o.png`, so 
 {tmp}/out. The CLI runs in-process; an alarm turns a hang into a failure.
 """
 import json
-import signal
 
 import numpy as np
 import pytest
 
 from ..conftest import CALIBRATION_RAW
+from .conftest import write_files
 from megasim.app.cli import main
 from megasim.app.measured_trace import problem_meta, read_measured, write_measured_trace
 from megasim.app.perfetto import trace_events
@@ -243,29 +243,9 @@ CASES = [
 ]
 
 
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
-@pytest.fixture
-def alarm():
-    def hung(*_):
-        raise Hung("the command ran past its alarm")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
-
-
-def write(tmp_path, files: dict) -> None:
-    for name, content in files.items():
-        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
-
-
 @pytest.mark.parametrize("argv, files, phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, capsys, alarm, argv, files, phrase):
-    write(tmp_path, files)
+    write_files(tmp_path, files)
     rc = main(argv.format(tmp=tmp_path).split())
     out, err = capsys.readouterr()
     assert rc == 2, err
@@ -287,7 +267,7 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, capsys, alarm
         "raw"])
 def test_the_good_traces_the_cases_start_from_compare(tmp_path, capsys, alarm, argv, files):
     """The bad cases are one edit away from these, so each fails for its edit, not for something else."""
-    write(tmp_path, files)
+    write_files(tmp_path, files)
     rc = main(argv.format(tmp=tmp_path).split())
     out, err = capsys.readouterr()
     assert rc == 0, err

@@ -9,7 +9,6 @@ made with os.mkfifo: reading one waits for a writer, so a case that reads it wou
 output under `{tmp}/out`; afterwards the folder must be exactly as it was. The CLI runs in-process.
 """
 import os
-import signal
 import stat
 
 import pytest
@@ -95,21 +94,6 @@ CASES = [
     ("plot-symlink-loop", SMALL + " --plot {tmp}/loop.png", "loop.png: cannot write: its symlinks"),
     ("validate-out-loop", "validate --gpu h200 --out {tmp}/loop", "loop: cannot write: its symlinks"),
 ]
-
-
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
-@pytest.fixture
-def alarm():
-    def hung(*_):
-        raise Hung("the command ran past its alarm: a read or write that waits forever")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 @pytest.fixture

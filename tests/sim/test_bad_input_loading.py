@@ -7,7 +7,6 @@ The CLI runs in-process; an alarm turns a hang into a failure instead of a stuck
 """
 import json
 import re
-import signal
 import subprocess
 import sys
 
@@ -20,6 +19,8 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.mapping.io import describe
 from megasim.contract.problem import Layer
+
+from .conftest import write_files
 
 SPEC = (SCENARIOS / "gpus" / "h200.toml").read_text()
 PROFILE = (SCENARIOS / "calibrations" / "h200.toml").read_text()
@@ -144,29 +145,9 @@ CASES = [
 ]
 
 
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
-@pytest.fixture
-def alarm():
-    def hung(*_):
-        raise Hung("the command ran past its alarm")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(30)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
-
-
-def write(tmp_path, files: dict) -> None:
-    for name, content in files.items():
-        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
-
-
 @pytest.mark.parametrize("argv, files, phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, capsys, alarm, argv, files, phrase):
-    write(tmp_path, files)
+    write_files(tmp_path, files)
     rc = main(argv.format(tmp=tmp_path).split())
     out, err = capsys.readouterr()
     assert rc == 2, err
@@ -183,14 +164,14 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, capsys, alarm
 ], ids=["mapping", "spec", "spec-int-for-float", "seed-0"])
 def test_the_good_files_the_cases_start_from_run(tmp_path, capsys, alarm, argv, files):
     """The bad cases are one edit away from these, so each fails for its edit, not for something else."""
-    write(tmp_path, files)
+    write_files(tmp_path, files)
     rc = main(argv.format(tmp=tmp_path).split())
     assert rc == 0, capsys.readouterr().err
     assert (tmp_path / "out" / "t.json").exists()
 
 
 def test_the_good_profile_and_runs_validate(tmp_path, capsys, alarm):
-    write(tmp_path, {"p.toml": PROFILE, **OK_RUNS})
+    write_files(tmp_path, {"p.toml": PROFILE, **OK_RUNS})
     rc = main(VAL.format(tmp=tmp_path).split() + ["--jobs", "1"])
     out, err = capsys.readouterr()
     assert rc == 0, err

@@ -7,7 +7,6 @@ into an --out that exists already and must be left empty: no table, no journal, 
 under an alarm; the Dask cases also run in a real process, where its shutdown noise would show.
 """
 import os
-import signal
 import subprocess
 import sys
 
@@ -44,21 +43,6 @@ CASES = [
      "file is not a database"),
     ("storage-no-suffix", "--storage {tmp}/s.txt", {}, "expected an Optuna RDB URL"),
 ]
-
-
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
-@pytest.fixture
-def alarm():
-    def hung(*_):
-        raise Hung("the command ran past its alarm")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
 
 
 def search(tmp_path, flags: str) -> list[str]:

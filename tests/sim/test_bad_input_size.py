@@ -6,7 +6,6 @@ case fails for its own reason wherever the suite runs. Every command names an ou
 `{tmp}/out`, and the folder must stay empty. The CLI runs in-process under an alarm.
 """
 import json
-import signal
 
 import pytest
 
@@ -17,6 +16,8 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
+
+from .conftest import alarm_after
 
 pytest.importorskip("optuna")
 
@@ -63,23 +64,13 @@ CASES = [
 ]
 
 
-class Hung(BaseException):
-    """Not an OSError or a MegasimError, so the CLI cannot turn it into a tidy exit code 2."""
-
-
 @pytest.fixture
 def machine(monkeypatch):
     """64 GB free, the default time limit, and an alarm that turns a hang into a failure."""
     monkeypatch.setattr(size, "available_memory_bytes", lambda: FREE)
     monkeypatch.delenv("MEGASIM_MAX_SIM_SECONDS", raising=False)
-
-    def hung(*_):
-        raise Hung("the command ran past its alarm")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(20)
-    yield monkeypatch
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+    with alarm_after(20):
+        yield monkeypatch
 
 
 @pytest.mark.parametrize("argv, env, files, phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

@@ -19,7 +19,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
 from megasim.contract.schema import Str, Text, float_in, int_in, parse
 from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
-from megasim.app.catalog import SCENARIOS, gpu_path, is_spec_file, load_gpu
+from megasim.app.catalog import SCENARIOS, gpu_path, is_spec_file, load_gpu, shown_path
 
 SECTIONS = ("profile", "hardware", "model", "fit", "uncertainty")
 
@@ -158,11 +158,6 @@ def _chosen(name: str, spec_name: str, profile) -> Path | None:
     return Path(profile)
 
 
-def _shown(path: Path) -> Path:
-    real, checkout = Path(path).resolve(), SCENARIOS.parent.resolve()
-    return real.relative_to(checkout) if checkout in real.parents else path
-
-
 def simulation_model(name: str, uncalibrated: bool = False, profile=None):
     """What `megasim simulate` runs under: the spec, a note saying which (and whether it is stale), printed
     after "model: " and stored as it is in JSON, and the profile's [uncertainty] table (`Uncertainty.from_dict`
@@ -171,12 +166,12 @@ def simulation_model(name: str, uncalibrated: bool = False, profile=None):
     spec file and the profile read, so that neither is picked up unseen. The spec and the profile are read once."""
     spec = load_gpu(name)
     own = is_spec_file(name)
-    spec_shown = name if own else _shown(gpu_path(name))
+    spec_shown = name if own else shown_path(gpu_path(name))
     path = _chosen(name, spec.name, profile)
     if uncalibrated or path is None or not path.exists():
         why = ("--uncalibrated" if uncalibrated else
                "a --gpu spec file: no committed calibration applies; --profile adds one" if path is None else
-               f"no calibration profile: no {_shown(path)}")
+               f"no calibration profile: no {shown_path(path)}")
         return spec, f"datasheet spec {spec_shown} ({why})", None
     given = "--profile; " if profile is not None else ""
     profile = load_profile(path)
@@ -184,7 +179,7 @@ def simulation_model(name: str, uncalibrated: bool = False, profile=None):
         raise MegasimError(f"{path}: [profile] gpu is {profile.gpu!r}, but this is the profile of {spec.name!r}")
     over = (f"over spec file {spec_shown}: both apply, the profile's [hardware] and [model] (fitted on "
             f"{profile.gpu}) replacing the file's" if own else f"over datasheet spec {spec_shown}")
-    note = (f"calibrated profile {_shown(path)} ({given}kernel build {profile.provenance.get('kernel_build', '?')}, "
+    note = (f"calibrated profile {shown_path(path)} ({given}kernel build {profile.provenance.get('kernel_build', '?')}, "
             f"{profile.provenance.get('date', '?')}) {over}")
     stale = profile.stale()
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else ""), profile.uncertainty or None
