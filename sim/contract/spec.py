@@ -74,33 +74,17 @@ class GPUSpec:
     l2_efficiency: Efficiency = _f("achievable fraction of l2_gbps", 0.8)
     l2_usable_fraction: Efficiency = _f("fraction of L2 that holds reusable data (the rest: streaming, set conflicts)", 0.75)
     compute_efficiency: dict[OpName, Efficiency] = _f("achieved fraction of FP32 peak per task type", {})
-    gemm_half_efficiency_channels: float_in(0.0, 1e6) = _f(
-        "GEMM efficiency is compute_efficiency.gemm * C / (C + this): a block's fixed prologue and epilogue "
-        "cost as many channels of main loop", 0.0)
     task_overhead_cycles: int_in(0, 10**8) = _f("per megakernel block: ticket, task-map read, the counter atomic (non-fused blocks have none)", 0)
     wait_check_cycles: float_in(0.0, 1e8) = _f(
         "per dependency counter a megakernel block polls, what reading it costs even when it is already zero "
         "(an acquire load's round trip); a block waiting on two counters pays it twice before its work", 0.0)
-    block_bytes_per_cycle: dict[OpName, BytesPerCycle] = _f(
-        "per task type, the bytes one block moves per cycle on its own (its loads in flight over their "
-        "latency, Little's law); a block takes at least its bytes over this. Missing: no such limit", {})
     dram_access_efficiency: dict[OpName, Efficiency] = _f(
         "per task type, the fraction of the streaming DRAM rate its access pattern reaches (a transform writes "
         "alpha^2 strided streams at once); its DRAM bytes cost 1/this on the shared DRAM queue. Missing: 1", {})
-    issued_flops: bool = _f(
-        "charge a block the FLOPs its code issues (whole GEMM tiles and ring steps, whole thread rounds: "
-        "megasim.contract.work) rather than the useful ones; a profile states the accounting its efficiencies "
-        "were fitted under (those fitted before the corpus set false)", True)
     step_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, the latency of one serial step of a block (a transform's round of items, a GEMM's "
-        "channel step: `megasim.contract.work.serial_steps`); a block takes at least its steps times this. "
-        "Missing: 0", {})
-    serial_latency: Literal["floor", "additive"] = _f(
-        "how a block's serial steps times step_cycles meet its throughput: 'additive', they come on top of its "
-        "DRAM, L2 and FP32 jobs (the corpus kernels say so: docs/decisions.md, 'A block's latency adds to its "
-        "throughput'), or 'floor', the block takes at least that long, overlapped with its jobs (profiles fitted "
-        "before 2026-11-23 state it: docs/results/engine_speed/h200_profile_at_recording.toml)",
-        "additive")
+        "channel step: `megasim.contract.work.serial_steps`); its steps times this come on top of its DRAM, L2 "
+        "and FP32 jobs (docs/decisions.md, 'A block's latency adds to its throughput'). Missing: 0", {})
     block_fixed_cycles: dict[OpName, float_in(0.0, 1e8)] = _f(
         "per task type, cycles every block spends on top of its jobs and its serial steps: index arithmetic, "
         "the first loads' latency, the drain of its last step and its stores. Missing: 0", {})
@@ -163,12 +147,9 @@ class GPUSpec:
     def us_to_cycles(self, us: float) -> float:
         return us * self.clock_mhz
 
-    def efficiency(self, op: Op, channels: int | None = None) -> float:
-        """Achieved fraction of FP32 peak for a task type; a GEMM's depends on its loop length C."""
-        eff = float(self.compute_efficiency.get(OP_NAMES[op], 1.0))
-        if op == Op.GEMM and channels and self.gemm_half_efficiency_channels:
-            eff *= channels / (channels + self.gemm_half_efficiency_channels)
-        return eff
+    def efficiency(self, op: Op) -> float:
+        """Achieved fraction of FP32 peak for a task type."""
+        return float(self.compute_efficiency.get(OP_NAMES[op], 1.0))
 
     def for_gemm_body(self, body: str) -> GPUSpec:
         """This spec with the GEMM's constants of `body` (`gemm_bodies`) in place of the gemm entries."""

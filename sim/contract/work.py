@@ -73,21 +73,15 @@ def issued_flops(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     return steps * per_step[graph.op]
 
 
-def block_latency_cycles(graph, gpu) -> tuple[np.ndarray, np.ndarray]:
-    """(floor, added), float64[T] cycles: what each block's latency costs beyond its shared-resource jobs.
-
-    `added` is `block_fixed_cycles` of its type, plus its serial steps times `step_cycles` when
-    `serial_latency` is "additive"; the block ends that long after its jobs. `floor` is the serial path when
-    it is "floor": the block ends no sooner than that after it became ready. Fitted on the corpus kernels,
-    the additive form predicts held-out kernels with roughly half the error of the floor form.
-    """
+def block_latency_cycles(graph, gpu) -> np.ndarray:
+    """float64[T] cycles: what each block's latency adds after its shared-resource jobs, `block_fixed_cycles`
+    of its type plus its serial steps times `step_cycles`. Fitted on the corpus kernels, this additive form
+    predicted held-out kernels with roughly half the error of a floor overlapped with the jobs
+    (docs/decisions.md, 'A block's latency adds to its throughput')."""
     steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else np.asarray(graph.serial_steps, float)
     per_step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
     fixed = np.array([gpu.block_fixed_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
-    path = steps * per_step
-    if gpu.serial_latency == "additive":
-        return np.zeros(graph.num_tasks), fixed + path
-    return path, fixed
+    return fixed + steps * per_step
 
 
 __all__ = ["block_latency_cycles", "issued_flops", "serial_steps"]

@@ -53,23 +53,20 @@ class BlockColumns:
         self._block_work(order, graph, gpu, work_scale)
 
     def _block_work(self, order, graph, gpu, scale) -> None:
-        """A block's FP32 work (its FLOPs over its op's efficiency), the bytes it moves through L2 (reads and
-        writes), its latency floor (one DRAM latency plus those bytes over what one block of its type keeps
-        in flight, or its serial path if longer), its added latency, all scaled by its work factor; the
-        factor itself for its DRAM bytes, which are known only when it runs."""
+        """A block's FP32 work (the FLOPs its code issues over its op's efficiency), the bytes it moves through
+        L2 (reads and writes), its latency floor (one DRAM latency after its work began), its added latency,
+        all scaled by its work factor; the factor itself for its DRAM bytes, which are known only when it runs."""
         op = graph.op[order]
         gpu = gpu.for_gemm_body(gemm_body(graph.layer, graph.partition)) if gpu.gemm_bodies else gpu
         one = 1.0 if scale is None else scale
         read, written = (x[order] for x in graph.bytes_per_task())
-        path, added = (x[order] for x in block_latency_cycles(graph, gpu))
-        flops = graph.issued_flops if gpu.issued_flops and graph.issued_flops is not None else graph.flops
-        eff = np.array([gpu.efficiency(o, graph.layer.c) for o in Op])
-        bw = np.array([gpu.block_bytes_per_cycle.get(OP_NAMES[o], 0.0) for o in Op])[op]
+        added = block_latency_cycles(graph, gpu)[order]
+        flops = graph.flops if graph.issued_flops is None else graph.issued_flops
+        eff = np.array([gpu.efficiency(o) for o in Op])
         moved = (read + written) * one
-        per_bw = np.divide(moved, bw, out=np.zeros(len(order)), where=bw != 0)
         self.moved = view(moved)
         self.written = view(written)
-        self.floor = view(np.maximum(gpu.dram_latency_cycles + per_bw, path * one))
+        self.floor = view(np.full(len(order), float(gpu.dram_latency_cycles)))
         self.added = view(added * one)
         self.fp = view(flops[order] * one / eff[op])
         self.scale = view(np.ones(len(order)) if scale is None else scale)

@@ -41,8 +41,8 @@ docs/performance.md "Simulator speed"):
   its instant, or one float's last bit, moves predictions by more than the 0.5% the rewrite allowed. So
   the engine keeps every action (queue timers included, early ones too) at the instant and in the
   order it always had, with the same float operations in the same order, and its predictions are bit
-  for bit those from before the rewrite (`tests/sim/test_engine_equivalence.py`, and the committed
-  profiles' predictions in `tests/sim/test_profile_predictions.py`).
+  for bit those from before the rewrite (as the committed profiles' predictions are held:
+  `tests/sim/test_profile_predictions.py`).
 - Per-block state is NumPy columns read through memoryviews (`BlockColumns`), and what a block's jobs
   cost, except its DRAM bytes, is computed for all blocks at once when the run starts.
 - A block's remaining jobs are a count in a column that its queues count down themselves; a queue

@@ -52,7 +52,7 @@ def test_stage2_recovers_compute_efficiency(small_gpu):
         eff, errors = fit_compute_efficiency(runs, guess, evals=80, pool=pool, host_floor_us=0.0)
     dram, steps, fixed = eff.pop("dram_access_efficiency"), eff.pop("step_cycles"), eff.pop("block_fixed_cycles")
     assert set(dram) == {"filter_transform", "input_transform", "output_transform"}
-    assert guess.serial_latency == "additive" and set(fixed) == set(TRUTH)
+    assert set(fixed) == set(TRUTH)
     fitted = guess.with_model(compute_efficiency=eff, dram_access_efficiency=dram, step_cycles=steps,
                               block_fixed_cycles=fixed)
     assert fitted.efficiency(Op.GEMM) == pytest.approx(TRUTH["gemm"], rel=0.08)

@@ -40,10 +40,10 @@ def test_simulate_default_prints_a_table(capsys):
 
 
 def test_simulate_under_another_profile_says_so_and_predicts_with_it(capsys):
-    study = Path(__file__).parents[2] / "docs" / "results" / "engine_speed" / "h200_profile_at_recording.toml"
+    study = Path(__file__).parents[1] / "fixtures" / "resident_study" / "profiles" / "h200_resident_law.toml"
     rc, out, _ = run(capsys, "simulate", *SMALL, "--json", "--profile", str(study))
     doc = json.loads(out)
-    assert rc == 0 and "h200_profile_at_recording.toml" in doc["model"]
+    assert rc == 0 and "h200_resident_law.toml" in doc["model"]
     rc, out, _ = run(capsys, "simulate", *SMALL, "--json")
     assert rc == 0 and json.loads(out)["fused_us"] != doc["fused_us"]
 

@@ -1,6 +1,7 @@
 """Laws that no shipped spec or profile selected were deleted on 2026-11-27 (`git show 07dc169:<path>` has
-them: sim/engine/write_back.py, sim/engine/company.py, sim/engine/dispatch/ticket_race.py): a file that still
-names one is refused in one line naming the field, not run under a law the engine no longer has."""
+them: sim/engine/write_back.py, sim/engine/company.py, sim/engine/dispatch/ticket_race.py), and the four legacy
+forms only a frozen study profile used, the same day (`git show b2919cd:sim/contract/spec.py`): a file that
+still names one is refused in one line naming the field, not run under a law the engine no longer has."""
 import pytest
 
 from megasim.app.catalog import SCENARIOS
@@ -9,7 +10,8 @@ from megasim.contract.files import read_toml
 from megasim.contract.spec import gpu_from_dict
 
 DELETED = ["write_back", "dirty_l2_fraction", "neighbour_slowdown", "unshared_fp32", "memory_path_share",
-           "fused_code_factor", "fused_code_by_variant", "ticket_race", "block_launch_cycles"]
+           "fused_code_factor", "fused_code_by_variant", "ticket_race", "block_launch_cycles",
+           "serial_latency", "issued_flops", "gemm_half_efficiency_channels", "block_bytes_per_cycle"]
 
 
 @pytest.mark.parametrize("field", DELETED)

@@ -76,9 +76,9 @@ def test_launch_gap_separates_kernels():
     assert b0 - a1 == pytest.approx(5000)
 
 
-def test_block_bandwidth_floors_a_lone_block():
-    gpu = toy_gpu(l2_bytes=1, block_bytes_per_cycle={"input_transform": 10.0})
-    g = synthetic_graph([Op.INPUT_TRANSFORM], [1.0], [10_000])
+def test_a_lone_block_takes_at_least_one_dram_latency():
+    gpu = toy_gpu(dram_latency_cycles=1000)
+    g = synthetic_graph([Op.INPUT_TRANSFORM], [1.0], [10])
     run = run_kernels(g, [Kernel(np.arange(1), BLOCK, False)], gpu, quantum=0)
     assert run.total_cycles == pytest.approx(1000, rel=1e-6)
 

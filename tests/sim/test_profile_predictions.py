@@ -2,7 +2,10 @@
 
 `tests/fixtures/profile_predictions.json` holds what `megasim simulate --layer L --gpu G --mode M --json` printed
 at commit 07dc169 (2026-11-27) for ResNet-2 and YOLOv3-5 in each scheduling mode, on the calibrated H200 and H100
-(their committed profiles) and the A100's datasheet spec. A change that only moves code (a law to its own file,
+(their committed profiles) and the A100's datasheet spec, and at b2919cd (2026-11-27) for ResNet-1 and ResNet-4 on
+the H200 and two runs on the V100's datasheet spec: fused and non-fused, every mode, both calibrated GPUs, the
+datasheet path. This is what an engine rewrite must keep (the recorded predictions it was once held to ran a
+frozen profile of laws since retired). A change that only moves code (a law to its own file,
 a constant to another object, a dead law deleted) must leave every one of them exactly equal: the model is
 chaotic at the scale of one float's last bit (`megasim.engine.core`), so "equal within noise" would hide a
 changed law. `python -m tests.sim.test_profile_predictions` re-records them after a deliberate model change.

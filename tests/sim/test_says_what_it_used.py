@@ -16,7 +16,7 @@ from megasim.contract.mapping.io import save_mapping
 from megasim.contract.problem import Layer
 
 SMALL = ["--shape", "2,32,20,20,32"]
-STUDY_PROFILE = Path(__file__).parents[2] / "docs" / "results" / "engine_speed" / "h200_profile_at_recording.toml"
+STUDY_PROFILE = Path(__file__).parents[1] / "fixtures" / "resident_study" / "profiles" / "h200_resident_law.toml"
 
 
 def run(capsys, *argv):

@@ -158,7 +158,7 @@ def fit_probes() -> int:
 
 
 def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
-    """Compute efficiency, serial step latency, (additive latency) a block's fixed cycles and (transforms)
+    """Compute efficiency, serial step latency, a block's fixed cycles and (transforms)
     DRAM access efficiency of one task type, jointly: Powell within bounds (efficiency on a log scale,
     latencies in thousands of cycles, DRAM access in [0.3, 1]), then Nelder-Mead from its result, which can
     move off the axes Powell searches along. Jointly, because with latency on top of throughput they trade against each
@@ -166,15 +166,15 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
     latency step look worse, and the descent stalls there."""
     from scipy.optimize import minimize
     name = OP_NAMES[op]
-    additive, transform = spec.serial_latency == "additive", op != Op.GEMM
-    start = [math.log(spec.compute_efficiency.get(name, 0.1)), spec.step_cycles.get(name, 0.0) / 1000]
-    start += [spec.block_fixed_cycles.get(name, 0.0) / 1000] if additive else []
+    transform = op != Op.GEMM
+    start = [math.log(spec.compute_efficiency.get(name, 0.1)), spec.step_cycles.get(name, 0.0) / 1000,
+             spec.block_fixed_cycles.get(name, 0.0) / 1000]
     start += [spec.dram_access_efficiency.get(name, 1.0)] if transform else []
     seen = {}
 
     def unpack(x):
         """log efficiency, latencies in thousands of cycles, DRAM access efficiency."""
-        return (math.exp(x[0]), x[1] * 1000, x[2] * 1000 if additive else None, x[-1] if transform else None)
+        return math.exp(x[0]), x[1] * 1000, x[2] * 1000, (x[-1] if transform else None)
 
     def at(x):
         # the simulation is deterministic, so a point the optimisers come back to is not simulated again
@@ -182,16 +182,15 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
         if key in seen:
             return seen[key]
         eff, step, fixed, dram = unpack(x)
-        s = _with_efficiency(spec, op, eff, gemm_half_efficiency_channels=0.0,
-                             step_cycles={**spec.step_cycles, name: step},
-                             block_fixed_cycles={**spec.block_fixed_cycles, **({name: fixed} if additive else {})},
+        s = _with_efficiency(spec, op, eff, step_cycles={**spec.step_cycles, name: step},
+                             block_fixed_cycles={**spec.block_fixed_cycles, name: fixed},
                              dram_access_efficiency={**spec.dram_access_efficiency, **({name: dram} if transform else {})})
         if tick:
             tick()
         seen[key] = _kernel_error(layers, op, s, pool)
         return seen[key]
 
-    bounds = [(math.log(0.005), 0.0), (0.0, 20.0)] + [(0.0, 30.0)] * additive + [(0.3, 1.0)] * transform
+    bounds = [(math.log(0.005), 0.0), (0.0, 20.0), (0.0, 30.0)] + [(0.3, 1.0)] * transform
     best = minimize(at, start, method="Powell", bounds=bounds, options={"maxfev": evals, "xtol": 1e-3, "ftol": 1e-6})
     moves = np.array([-0.5, 0.5, 0.5, -0.1])[:len(start)]  # then Nelder-Mead from there: it leaves the axes
     simplex = np.clip(np.vstack([best.x, best.x + np.diag(moves)]), *np.array(bounds).T)
@@ -199,8 +198,7 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
                         options={"maxfev": evals // 2, "xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex})
     best = polished if polished.fun < best.fun else best
     eff, step, fixed, dram = unpack(best.x)
-    return float(best.fun), eff, (round(dram, 4) if transform else None), round(step, 1), \
-        (round(fixed, 1) if additive else None)
+    return float(best.fun), eff, (round(dram, 4) if transform else None), round(step, 1), round(fixed, 1)
 
 
 def consistent(run, floor_us: float = HOST_HIDDEN_US, slack: float = 1.25) -> bool:
@@ -233,8 +231,7 @@ def _pinned_op(layers, op, spec, pool, law: dict, tick=None, evals: int = 16):
     transform its DRAM access efficiency, which a block law does not give, by a bounded 1-D search."""
     from scipy.optimize import minimize_scalar
     name = OP_NAMES[op]
-    s = _with_efficiency(spec, op, law["compute_efficiency"], gemm_half_efficiency_channels=0.0,
-                         step_cycles={**spec.step_cycles, name: law["step_cycles"]},
+    s = _with_efficiency(spec, op, law["compute_efficiency"], step_cycles={**spec.step_cycles, name: law["step_cycles"]},
                          block_fixed_cycles={**spec.block_fixed_cycles, name: law["block_fixed_cycles"]})
     if op == Op.GEMM:
         return (_kernel_error(layers, op, s, pool), law["compute_efficiency"], None, law["step_cycles"],
@@ -268,8 +265,7 @@ def fit_compute_efficiency(runs, spec, evals: int = STAGE2_EVALS, pool=None, log
         name = OP_NAMES[op]
         if d is not None:
             dram[name] = d
-        if f is not None:
-            fixed[name] = f
+        fixed[name] = f
         step[name] = c
         errors[name] = round(math.sqrt(err), 4)
         fitted[name] = round(eff, 4)

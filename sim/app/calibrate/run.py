@@ -133,16 +133,13 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
             f"rms log error {kernel_errors}")
         spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
-                                 gemm_half_efficiency_channels=0.0, dram_access_efficiency=dram, step_cycles=step,
-                                 block_fixed_cycles=fixed)
+                                 dram_access_efficiency=dram, step_cycles=step, block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
-        model={**model, "compute_efficiency": eff, "gemm_half_efficiency_channels": 0.0,
-               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed,
-               "serial_latency": spec.serial_latency, "issued_flops": spec.issued_flops,
-               "sm_sharing": spec1.sm_sharing, **fused},
+        model={**model, "compute_efficiency": eff, "dram_access_efficiency": dram, "step_cycles": step,
+               "block_fixed_cycles": fixed, "sm_sharing": spec1.sm_sharing, **fused},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
                                 *([paths["trace"], sample] if pinned else [])], header, out, spec.name),
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
