@@ -88,3 +88,10 @@ def write_files(folder, files: dict) -> None:
     """Each `name: text or bytes` of `files` written into `folder`."""
     for name, content in files.items():
         (folder / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+
+
+def assert_refused(rc: int, err: str, phrase: str) -> None:
+    """The bad-input promise: exit code 2 and one line on stderr that names the problem, never a traceback."""
+    assert rc == 2, err
+    assert len(err.splitlines()) == 1 and err.startswith("megasim: error: ") and "Traceback" not in err, err
+    assert phrase in err, err

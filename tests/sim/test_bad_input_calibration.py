@@ -14,6 +14,7 @@ import pytest
 from megasim.app.cli import main
 
 from ..conftest import CALIBRATION_RAW, REPO
+from .conftest import assert_refused
 
 PROFILE = (REPO / "scenarios" / "calibrations" / "h200.toml").read_text()
 RUNS = json.loads((CALIBRATION_RAW / "h200_runs.json").read_text())
@@ -213,9 +214,7 @@ def test_bad_raw_file_is_one_line_exit_2_before_any_work(tmp_path, capsys, alarm
     before = sorted(p.name for p in tmp_path.rglob("*"))
     rc = main(argv.format(tmp=tmp_path).split())
     out, err = capsys.readouterr()
-    assert rc == 2, err
-    assert len(err.splitlines()) == 1 and err.startswith("megasim: error: ") and "Traceback" not in err, err
-    assert phrase in err, err
+    assert_refused(rc, err, phrase)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before and not (tmp_path / "out").exists()
 
 

@@ -16,6 +16,7 @@ from megasim.app.cli import main
 from megasim.app.search import lock, objective
 from megasim.app.search.lock import LOCK_NAME, FolderLock
 from megasim.contract.errors import MegasimError
+from .conftest import assert_refused
 
 pytest.importorskip("optuna")
 
@@ -53,9 +54,7 @@ def search(tmp_path, flags: str) -> list[str]:
 
 def refused(capsys, rc, phrase) -> str:
     err = capsys.readouterr().err
-    assert rc == 2, err
-    assert len(err.splitlines()) == 1 and err.startswith("megasim: error: ") and "Traceback" not in err, err
-    assert phrase in err, err
+    assert_refused(rc, err, phrase)
     return err
 
 

@@ -15,12 +15,10 @@ import contextlib
 import io
 import json
 import math
-import signal
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +31,8 @@ from megasim.contract.mapping import Mapping, make, validate
 from megasim.contract.mapping.io import describe
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 
+from .conftest import alarm_after
+
 FUZZ = settings(max_examples=150, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 SMALL = ["--shape", "2,32,20,20,32", "--json"]
@@ -43,26 +43,9 @@ SPEC = tomllib.loads((SCENARIOS / "gpus" / "h200.toml").read_text())
 PROFILE = tomllib.loads((SCENARIOS / "calibrations" / "h200.toml").read_text())
 
 
-class Hung(BaseException):
-    """Raised by the alarm; not an error type the CLI turns into exit code 2."""
-
-
-@contextlib.contextmanager
-def alarm(seconds: int = 20):
-    def hung(*_):
-        raise Hung(f"no answer within {seconds} s")
-    old = signal.signal(signal.SIGALRM, hung)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def run_cli(argv) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with alarm(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with alarm_after(20), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(argv)
     return rc, out.getvalue(), err.getvalue()
 
