@@ -25,23 +25,33 @@ from megasim.contract.writing import special_kind
 from megasim.contract.writing import write_then_rename  # noqa: F401  (re-exported: every writer imports it here)
 
 
-def _refuse_unless_regular(path, mode: int) -> None:
+def _refuse_unless_regular(who, mode: int) -> None:
     if stat.S_ISDIR(mode):
-        raise MegasimError(f"{path}: is a folder, not a file")
+        raise MegasimError(f"{who}: is a folder, not a file")
     if not stat.S_ISREG(mode):
         kind = special_kind(mode) or "an unknown kind of file"
-        raise MegasimError(f"{path}: is {kind}, not a regular file; megasim reads regular files only")
+        raise MegasimError(f"{who}: is {kind}, not a regular file; megasim reads regular files only")
 
 
-def regular_file(path) -> Path:
+def regular_file(path, who=None) -> Path:
     """`path`, if it names a regular file (through any links); one MegasimError otherwise, for readers that
-    open the file themselves (NumPy, Optuna). A missing file is refused too, in the words of the OS."""
+    open the file themselves (NumPy, Optuna). A missing file is refused too, in the words of the OS. `who`
+    (the path by default; a flag and the path, say) leads the message."""
+    who = path if who is None else who
     try:
         mode = os.stat(path).st_mode
     except OSError as exc:
-        raise MegasimError(f"{path}: cannot read: {exc.strerror}") from None
-    _refuse_unless_regular(path, mode)
+        raise MegasimError(f"{who}: cannot read: {exc.strerror}") from None
+    _refuse_unless_regular(who, mode)
     return Path(path)
+
+
+def existing_file(path, who=None, missing: str = "no such file") -> Path:
+    """`path`, a regular file a command was given: "`who`: `missing`" where nothing is there, and anything else
+    (a FIFO, a device, a folder) refused as `regular_file` refuses it, not called missing."""
+    if not os.path.lexists(path):
+        raise MegasimError(f"{path if who is None else who}: {missing}")
+    return regular_file(path, who)
 
 
 def read_bytes(path) -> bytes:
@@ -89,3 +99,21 @@ def read_json(path):
         raise MegasimError(f"{path}: malformed JSON: {exc}") from None
     except RecursionError:
         raise MegasimError(f"{path}: malformed JSON: nested too deeply") from None
+
+
+def read_json_lines(path, hint: str = "") -> list[tuple[int, object]]:
+    """(line number, value) of every non-blank line of a JSON-lines file. An empty file, or a line that is not
+    JSON, is one MegasimError naming the file and the line; `hint` follows it (what to do about such a line)."""
+    found = []
+    for i, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            found.append((i, json.loads(line)))
+        except ValueError as exc:
+            raise MegasimError(f"{path}: line {i}: not JSON ({exc}){hint}") from None
+        except RecursionError:
+            raise MegasimError(f"{path}: line {i}: not JSON (nested too deeply)") from None
+    if not found:
+        raise MegasimError(f"{path}: empty; it should hold one JSON object a line")
+    return found

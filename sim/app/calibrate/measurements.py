@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Optional
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, read_text
+from megasim.contract.files import read_json, read_json_lines
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.mapping.io import LayerDoc
 from megasim.contract.problem import VARIANTS, Layer, Partition
@@ -100,15 +100,8 @@ def attach_graph_kernels(runs: list[dict], path) -> int:
     if not path.exists():
         return 0
     by_key = {}
-    lines = [(i, line) for i, line in enumerate(read_text(path).splitlines()) if line.strip()]
-    if not lines:
-        raise MegasimError(f"{path}: empty; it should hold one JSON object a line")
-    for i, line in lines:
-        try:
-            doc = json.loads(line)
-        except ValueError as exc:
-            raise MegasimError(f"{path}: line {i + 1}: not JSON ({exc})") from None
-        parse(GraphKernels, doc, f"{path}: line {i + 1}")
+    for i, doc in read_json_lines(path):
+        parse(GraphKernels, doc, f"{path}: line {i}")
         by_key[_run_key(doc)] = [float(t) for t in doc["graph_kernels_us"]]
     attached = 0
     for run in runs:

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from megasim.contract.files import write_then_rename
 from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_toml
+from megasim.contract.files import existing_file, read_toml, write_then_rename
 from megasim.contract.schema import Str, Text, float_in, int_in, parse
 from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
 from megasim.app.catalog import SCENARIOS, gpu_path, is_spec_file, load_gpu, shown_path
@@ -153,9 +152,7 @@ def _chosen(name: str, spec_name: str, profile) -> Path | None:
     spec file of one's own gets none, even one called h200.toml (its figures are the user's, not ours)."""
     if profile is None:
         return None if is_spec_file(name) else profile_path(spec_name)
-    if not Path(profile).is_file():
-        raise MegasimError(f"--profile {profile}: no such file")
-    return Path(profile)
+    return existing_file(profile, f"--profile {profile}")
 
 
 def simulation_model(name: str, uncalibrated: bool = False, profile=None):

@@ -16,7 +16,6 @@ committed raw folder (package data, read only).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -24,13 +23,15 @@ from typing import Annotated, Any, Literal
 from megasim.app.calibrate.measurements import Micros, Run, check_run
 from megasim.app.catalog import SCENARIOS
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, read_text
+from megasim.contract.files import read_json, read_json_lines
 from megasim.contract.schema import Items, Str, Text, float_in, int_in, parse
 
 COMMITTED_RAW = SCENARIOS / "calibrations" / "raw"
 OUT = Path("out") / "calibrate"
 
 Positive = float_in(0.0, 1e12, above=True)
+TORN = ("; a line torn by an interrupted `calibrate --corpus` can be deleted, and a rerun measures its shape "
+        "again")
 
 
 def raw_paths(raw_dir, gpu: str) -> dict:
@@ -73,24 +74,6 @@ def fitted_note(gpu: str, out, raw, measured: bool) -> str:
         "simulate gives point predictions without intervals)"])
 
 
-def _lines(path: Path) -> list[tuple[int, Any]]:
-    """(line number, JSON value) of every non-blank line of a JSON-lines file; an empty file is refused."""
-    out = []
-    for i, line in enumerate(read_text(path).splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((i, json.loads(line)))
-        except ValueError as exc:
-            raise MegasimError(f"{path}: line {i}: not JSON ({exc}); a line torn by an interrupted "
-                               "`calibrate --corpus` can be deleted, and a rerun measures its shape again") from None
-        except RecursionError:
-            raise MegasimError(f"{path}: line {i}: not JSON (nested too deeply)") from None
-    if not out:
-        raise MegasimError(f"{path}: empty; it should hold one JSON object a line")
-    return out
-
-
 # --- <gpu>_corpus.jsonl ---------------------------------------------------------------------------------------
 
 @dataclass(kw_only=True)
@@ -106,7 +89,7 @@ def load_corpus(path) -> list[dict]:
     """The lines of a corpus file, every run checked as `load_runs` checks a runs file's."""
     path = Path(path)
     lines = []
-    for i, doc in _lines(path):
+    for i, doc in read_json_lines(path, TORN):
         where = f"{path}: line {i}"
         if not isinstance(doc, dict):
             raise MegasimError(f"{where}: not a corpus shape (a JSON object with shape, split and runs)")

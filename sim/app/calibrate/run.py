@@ -24,6 +24,7 @@ from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
+from megasim.contract.files import existing_file
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
@@ -42,9 +43,8 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     if trace is None:
         raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none (--sharing jobs fits without per-block traces)")
-    if sample_path is None or not Path(sample_path).is_file():
-        raise MegasimError(f"sm_sharing 'resident' fits the GEMM from a trace sample: {sample_path}: no such file "
-                           "(--trace-sample PATH)")
+    existing_file(sample_path or "", f"sm_sharing 'resident' fits the GEMM from a trace sample: {sample_path}",
+                  "no such file (--trace-sample PATH)")
     costs = task_costs(graph_of(trace), records_from_dicts(trace["records"]), spec.clock_mhz,
                        spec.tb_dispatch_latency_cycles)
     sample = load_sample(sample_path)
@@ -156,8 +156,7 @@ def validate_paths(gpu: str | None, profile=None, measurements=None) -> tuple[Pa
         profile = profile or profile_path(name)
         measurements = measurements or raw_paths(COMMITTED_RAW, name)["runs"]
     for path in (profile, measurements):
-        if not Path(path).is_file():
-            raise MegasimError(f"{path}: no such file")
+        existing_file(path)
     return _shown(Path(profile)), _shown(Path(measurements))
 
 
