@@ -17,7 +17,8 @@ import megasim.scenarios
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Partition
 from megasim.contract.files import read_toml
-from megasim.contract.spec import GPUSpec, gpu_from_dict
+from megasim.contract.spec import spec_from_dict
+from megasim.engine.model import GPUModel, model_from_table
 
 SCENARIOS = Path(megasim.scenarios.__file__).parent  # package data on disk (importlib.resources: 8 ms more)
 
@@ -202,7 +203,9 @@ def gpu_path(name: str, root: Path = SCENARIOS) -> Path:
     return path
 
 
-def load_gpu(name: str, root: Path = SCENARIOS) -> GPUSpec:
-    """Load scenarios/gpus/<name>.toml (case-insensitive name) or a path to a TOML file."""
+def load_gpu(name: str, root: Path = SCENARIOS) -> GPUModel:
+    """Load scenarios/gpus/<name>.toml (case-insensitive name) or a path to a TOML file: its hardware and its
+    uncalibrated model."""
     path = gpu_path(name, root)
-    return gpu_from_dict(read_toml(path), path.stem, str(path))
+    spec, model = spec_from_dict(read_toml(path), path.stem, str(path))
+    return GPUModel.of(spec, model_from_table(model, str(path)))

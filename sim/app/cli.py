@@ -191,7 +191,7 @@ def _calibration_commands(sub) -> None:
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
     cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
     cal.add_argument("--sharing", choices=("jobs", "resident"), default="resident",
-                     help="who shares an SM's FP32 issue (GPUSpec.sm_sharing; default resident, which also takes the "
+                     help="who shares an SM's FP32 issue (default resident: the law resident_sharing, which also takes the "
                           "per-task cost from <gpu>_trace_resnet2.json and the GEMM and output block laws from a "
                           "per-block trace sample; 'jobs' fits them all from the kernel times)")
     cal.add_argument("--trace-sample", metavar="NPZ",

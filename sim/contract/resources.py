@@ -131,7 +131,7 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
 
 
 def gemm_body(layer, part: Partition) -> str:
-    """The shape of the GEMM code a default build runs for this layer and partition, as `GPUSpec.gemm_bodies`
+    """The shape of the GEMM code a default build runs for this layer and partition, as the law `gemm_body_laws`
     names it: the block's threads, each thread's register block, and "-scalar" where it loads its tiles a
     float at a time, synchronously (C or K not a multiple of 4: MS_VEC_C, MS_VEC_K), instead of by 16-byte
     cp.async; e.g. "t128-8x8". What a block costs beyond its FLOPs differs with them (the 8 x 8 block's

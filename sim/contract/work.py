@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import OP_NAMES, Op
+from megasim.contract.problem import Op
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan, gemm_ring
 from megasim.contract.transforms import transform_flops
 
@@ -42,7 +42,7 @@ def serial_steps(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     A transform thread works through its share of the task's items one round at a time, each round a
     set of loads in flight and then their arithmetic; a GEMM block runs its ring one channel step at a
     time. A block that has an SM to itself (a small kernel, the tail of a wave) takes at least its
-    steps times the latency of one (`GPUSpec.step_cycles`).
+    steps times the latency of one (`megasim.engine.model.Model.step_cycles`).
     """
     part, geo, ranges, layer = graph.partition, graph.geometry, graph.ranges, graph.layer
     out = np.zeros(graph.num_tasks, dtype=np.int64)
@@ -73,15 +73,4 @@ def issued_flops(graph, k_step: int = GEMM_K_STEP) -> np.ndarray:
     return steps * per_step[graph.op]
 
 
-def block_latency_cycles(graph, gpu) -> np.ndarray:
-    """float64[T] cycles: what each block's latency adds after its shared-resource jobs, `block_fixed_cycles`
-    of its type plus its serial steps times `step_cycles`. Fitted on the corpus kernels, this additive form
-    predicted held-out kernels with roughly half the error of a floor overlapped with the jobs
-    (docs/decisions.md, 'A block's latency adds to its throughput')."""
-    steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else np.asarray(graph.serial_steps, float)
-    per_step = np.array([gpu.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
-    fixed = np.array([gpu.block_fixed_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
-    return fixed + steps * per_step
-
-
-__all__ = ["block_latency_cycles", "issued_flops", "serial_steps"]
+__all__ = ["issued_flops", "serial_steps"]

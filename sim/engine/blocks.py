@@ -20,8 +20,7 @@ import numpy as np
 
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
-from megasim.contract.resources import blocks_per_sm, gemm_body
-from megasim.contract.work import block_latency_cycles
+from megasim.contract.resources import gemm_body
 
 
 def column(values, dtype) -> memoryview:
@@ -57,12 +56,14 @@ class BlockColumns:
         L2 (reads and writes), its latency floor (one DRAM latency after its work began), its added latency,
         all scaled by its work factor; the factor itself for its DRAM bytes, which are known only when it runs."""
         op = graph.op[order]
-        gpu = gpu.for_gemm_body(gemm_body(graph.layer, graph.partition)) if gpu.gemm_bodies else gpu
+        model = gpu.model
+        if model.law("gemm_constants") is not None:
+            model = model.for_gemm_body(gemm_body(graph.layer, graph.partition))
         one = 1.0 if scale is None else scale
         read, written = (x[order] for x in graph.bytes_per_task())
-        added = block_latency_cycles(graph, gpu)[order]
+        added = block_latency_cycles(graph, model)[order]
         flops = graph.flops if graph.issued_flops is None else graph.issued_flops
-        eff = np.array([gpu.efficiency(o) for o in Op])
+        eff = np.array([model.efficiency(o) for o in Op])
         moved = (read + written) * one
         self.moved = view(moved)
         self.written = view(written)
@@ -98,33 +99,24 @@ def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:
     return np.random.default_rng(seed).lognormal(-sigma * sigma / 2, sigma, n)
 
 
-def first_wave_stagger(kernels, slots: list[int], sm_count: int, stagger: np.ndarray) -> np.ndarray | None:
-    """Per-block work factors that make each kernel's first wave end in arrival order on every SM
-    (`GPUSpec.first_wave_stagger`; `stagger` is its factor for each task, by the task's type): the first wave
-    fills one slot of every SM per round, so a block's rank on its SM is its index in the kernel over the SM
-    count. That holds for the round-robin policies (`in_order_round_robin`, `gpc_interleaved`); under
-    `first_free`, `replay` or a ready queue, which place or order the first wave otherwise, the ranks are only
-    approximate. A launch whose blocks poll counters (the megakernel) is left alone: its first wave lands
-    together but starts work as its parents finish, not together. None where nothing is staggered."""
-    if not stagger.any():
-        return None
-    factors = [np.ones(len(k.tasks)) for k in kernels]
-    for f, kernel, k in zip(factors, kernels, slots):
-        if k > 1 and not kernel.check_deps:
-            first = min(len(f), k * sm_count)
-            rank = np.arange(first) // sm_count
-            f[:first] = 1.0 + stagger[kernel.tasks[:first]] * (2.0 * rank / (k - 1) - 1.0)
-    return np.concatenate(factors)
+def block_latency_cycles(graph, model) -> np.ndarray:
+    """float64[T] cycles: what each block's latency adds after its shared-resource jobs, the model's
+    `block_fixed_cycles` of its type plus its serial steps (`megasim.contract.work.serial_steps`) times
+    `step_cycles`. Fitted on the corpus kernels, this additive form predicted held-out kernels with roughly half
+    the error of a floor overlapped with the jobs (docs/decisions.md, 'A block's latency adds to its throughput')."""
+    steps = np.zeros(graph.num_tasks) if graph.serial_steps is None else np.asarray(graph.serial_steps, float)
+    per_step = np.array([model.step_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
+    fixed = np.array([model.block_fixed_cycles.get(OP_NAMES[op], 0.0) for op in Op])[graph.op]
+    return fixed + steps * per_step
 
 
 def run_scale(kernels, gpu, seed: int, op: np.ndarray) -> np.ndarray | None:
     """Each block's work factor in a run of `kernels` over tasks of types `op`: the lognormal spread
-    (`GPUSpec.block_work_cv`) times the first-wave stagger (`GPUSpec.first_wave_stagger`, whose slots per SM
-    are worked out only when it is on); None where both are off."""
-    scale = work_scale(sum(len(k.tasks) for k in kernels), gpu.block_work_cv, seed)
-    if not any(gpu.first_wave_stagger.values()):
+    (`Model.block_work_cv`) times the factors of a `work_factors` law (the first-wave stagger); None where
+    both are off."""
+    scale = work_scale(sum(len(k.tasks) for k in kernels), gpu.model.block_work_cv, seed)
+    law = gpu.model.law("work_factors")
+    factors = law.work_factors(kernels, gpu, op) if law is not None else None
+    if factors is None:
         return scale
-    per_type = np.array([gpu.first_wave_stagger.get(OP_NAMES[o], 0.0) for o in Op])
-    staggered = first_wave_stagger(kernels, [blocks_per_sm(gpu, k.resources) for k in kernels], gpu.sm_count,
-                                   per_type[op])
-    return staggered if scale is None else scale * staggered
+    return factors if scale is None else scale * factors

@@ -65,14 +65,13 @@ from megasim.engine.l2 import L2Model
 from megasim.engine.neighbours import GemmNeighbours
 from megasim.engine.psqueue import PSQueue
 from megasim.engine.ready_fifo import QueueState
-from megasim.engine.weighted_psqueue import WeightedPSQueue
 from megasim.contract.errors import DeadlockError
 from megasim.contract.graph import NO_COUNTER, TaskGraph
 from megasim.contract.modes import DEFAULT_POLICY
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import StageResources, blocks_per_sm
 from megasim.contract.scheduling import ReadyQueue
-from megasim.contract.spec import GPUSpec
+from megasim.engine.model import GPUModel
 
 _NO_COUNTER = NO_COUNTER  # a C int where this module is compiled (core.pxd)
 _GEMM = int(Op.GEMM)  # likewise
@@ -107,14 +106,15 @@ class RawRun:
 
 
 class _Machine:
-    def __init__(self, graph: TaskGraph, gpu: GPUSpec, kernels, policy: str, policy_options: dict | None,
+    def __init__(self, graph: TaskGraph, gpu: GPUModel, kernels, policy: str, policy_options: dict | None,
                  quantum: float, seed: int):
         self.env = env = simpy.Environment()
         self.clock = Clock(env, quantum)
         self.call_later = self.clock.call_later
         self.gpu, self.graph, self.kernels = gpu, graph, kernels
         self.policy_name, self.policy_options = policy, policy_options
-        self.l2 = L2Model(graph, gpu.l2_bytes * gpu.l2_usable_fraction)
+        model = gpu.model
+        self.l2 = L2Model(graph, gpu.l2_bytes * model.l2_usable_fraction)
         self.l2_read, self.l2_write = self.l2.read, self.l2.write
         self.waits = view(graph.waits_on.reshape(-1))
         self.signals = view(graph.signals)
@@ -122,9 +122,9 @@ class _Machine:
         self.waiters: dict[int, list[int]] = {}
         self.wake_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
         self.push_delay = gpu.atomic_latency_cycles + gpu.spin_poll_cycles / 2
-        self.overhead = gpu.task_overhead_cycles
-        self.check_cost = gpu.wait_check_cycles
-        self.dram_cost = [1.0 / gpu.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
+        self.overhead = model.task_overhead_cycles
+        self.check_cost = model.wait_check_cycles
+        self.dram_cost = [1.0 / model.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
         self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op))
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
@@ -154,18 +154,14 @@ class _Machine:
         mem_cap = gpu.sm_bytes_per_cycle / co_resident
         self.dram_submit = PSQueue(self.clock, gpu.dram_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
         self.l2_submit = PSQueue(self.clock, gpu.l2_bytes_per_cycle, mem_cap, self.pending, self.jobs_done).submit
-        fp_cap = 2.0 * kern.resources.threads
-        sticky = gpu.sm_sharing == "resident" or bool(gpu.issue_weight)
-        if gpu.issue_weight:
-            weights = np.array([float(gpu.issue_weight.get(OP_NAMES[o], 1.0)) for o in Op])
-            weight = view(weights[np.asarray(self.op)])
-            fp = [WeightedPSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, weight, self.pending, self.jobs_done)
-                  for _ in range(gpu.sm_count)]
+        sharing = gpu.model.law("fp32_sharing")
+        if sharing is None:
+            fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, 2.0 * kern.resources.threads, self.pending,
+                          self.jobs_done, False) for _ in range(gpu.sm_count)]
         else:
-            fp = [PSQueue(self.clock, gpu.fp32_flops_per_cycle_per_sm, fp_cap, self.pending, self.jobs_done, sticky)
-                  for _ in range(gpu.sm_count)]
+            fp = sharing.fp32_queues(self.clock, gpu, kern.resources.threads, self.op, self.pending, self.jobs_done)
         self.fp_submit = [q.submit for q in fp]
-        self.fp_release = [q.release for q in fp] if sticky else None
+        self.fp_release = [q.release for q in fp] if sharing is not None else None
         self.spins = self.check and not self.queue
         self.interval = gpu.tb_dispatch_interval_cycles
         self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else 0.0)
@@ -329,14 +325,14 @@ class _Machine:
 
 
 class _StretchedMachine(_Machine):
-    """The machine with `GPUSpec.gemm_neighbour_stretch`: a block of a stretched type takes 1 + its factor x f
+    """The machine under a `neighbour_stretch` law (`megasim.engine.laws.gemm_neighbour_stretch`): a block of a stretched type takes 1 + its factor x f
     as long, f the fraction of its jobs' time a GEMM block worked on its SM (`megasim.engine.neighbours`), or
     whether one works there as they end, for jobs that took no time. A subclass, so the default path pays
     nothing for it; compiled (`core.pxd`): as Python it halved the engine's speed on the calibrated profiles."""
 
     def __init__(self, graph, gpu, kernels, *args):
         _Machine.__init__(self, graph, gpu, kernels, *args)
-        factors = np.array([float(gpu.gemm_neighbour_stretch.get(OP_NAMES[o], 0.0)) for o in Op])
+        factors = gpu.model.law("neighbour_stretch").stretch_by_type()
         self.stretch = view(factors[np.asarray(self.op)])
         self.neighbours = GemmNeighbours(gpu.sm_count)
         self.busy_at_ready = memoryview(np.zeros(len(self.order)))
@@ -377,9 +373,10 @@ class _StretchedMachine(_Machine):
 DEFAULT_QUANTUM_CYCLES = 32.0
 
 
-def run_kernels(graph: TaskGraph, kernels, gpu: GPUSpec, policy: str = DEFAULT_POLICY,
+def run_kernels(graph: TaskGraph, kernels, gpu: GPUModel, policy: str = DEFAULT_POLICY,
                 policy_options: dict | None = None, quantum: float = DEFAULT_QUANTUM_CYCLES, seed: int = 0) -> RawRun:
     """Execute `kernels` on `gpu`. `policy_options` are the policy's declared options (name -> value); `seed`
-    draws the per-block work variation (if the spec has it)."""
-    machine = _StretchedMachine if gpu.gemm_neighbour_stretch else _Machine
+    draws the per-block work variation (if the model has it)."""
+    stretch = gpu.model.law("neighbour_stretch")
+    machine = _StretchedMachine if stretch is not None and stretch.stretch_by_type() is not None else _Machine
     return machine(graph, gpu, list(kernels), policy, policy_options, quantum, seed).run()

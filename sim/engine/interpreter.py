@@ -11,8 +11,8 @@ from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import Execution, RunConfig
 from megasim.contract.mapping import Mapping
 from megasim.contract.modes import DEFAULT_POLICY
-from megasim.contract.spec import GPUSpec
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
+from megasim.engine.model import GPUModel
 
 
 class SimpyInterpreter:
@@ -20,7 +20,7 @@ class SimpyInterpreter:
 
     name = "simpy"
 
-    def __init__(self, gpu: GPUSpec, policy: str = DEFAULT_POLICY, policy_options: dict | None = None):
+    def __init__(self, gpu: GPUModel, policy: str = DEFAULT_POLICY, policy_options: dict | None = None):
         self.gpu = gpu
         self.policy = policy
         self.policy_options = policy_options

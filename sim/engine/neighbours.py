@@ -1,4 +1,4 @@
-"""How long a GEMM block has worked on each SM: what `GPUSpec.gemm_neighbour_stretch` charges for.
+"""How long a GEMM block has worked on each SM: what the law `gemm_neighbour_stretch` charges for.
 
 Per-block traces show an input transform taking 1.2-1.6x longer while a GEMM block works on its SM than while
 none does, nearly whatever the number of GEMMs (docs/decisions.md,

@@ -21,7 +21,7 @@ re-arms: lazy, never wrong, and one timer per queue rather than one per job.
 A timer re-arms before it reports, so the actions it schedules keep their
 order in their instants.
 
-A *sticky* queue (an SM's FP32 issue under `sm_sharing = "resident"`) keeps a
+A *sticky* queue (an SM's FP32 issue under the law `resident_sharing`) keeps a
 job's block among those sharing it after its work is done, until the owner
 calls `release` when the block ends: its latency (the steps it waits on
 loads) is spent while still holding a share of the SM's issue, as per-block

@@ -5,9 +5,9 @@ types: a GEMM block barely slows beside a transform, while an input transform be
 to twice its time alone (docs/decisions.md,
 "A GEMM weighs 2 in an SM's issue"). A warp scheduler picks among ready warps,
 and a GEMM's warps, with their long runs of independent FFMAs, are ready far more often than a transform's,
-which wait on loads. So each block gets capacity x w / W, w its task type's `issue_weight` and W the
+which wait on loads. So each block gets capacity x w / W, w its task type's `issue_weight` (the law `resident_sharing`) and W the
 weights of every block working on the SM: discriminatory processor sharing. As in a sticky `PSQueue`
-(`sm_sharing = "resident"`, which this queue implies) a block keeps its weight in W until it ends, not only
+(resident sharing, which this queue implies) a block keeps its weight in W until it ends, not only
 while its FP32 work runs.
 
 One virtual clock still serves all jobs: V runs at capacity / W per unit of weight, and a job of `amount`

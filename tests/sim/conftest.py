@@ -10,11 +10,12 @@ from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
 from megasim.contract.resources import StageResources
 from megasim.contract.regions import Buffer, RegionLayout
-from megasim.contract.spec import GPUSpec
+from megasim.engine.model import GPUModel, Model
 
 
-def toy_gpu(**over) -> GPUSpec:
-    """1 GHz, so one cycle is one nanosecond; no latencies unless asked."""
+def toy_gpu(**over) -> GPUModel:
+    """1 GHz, so one cycle is one nanosecond; no latencies unless asked. `over` takes hardware figures, model
+    constants and laws alike (`GPUModel.with_model`)."""
     base = dict(name="toy", full_name="toy", sm_count=4, sms_per_gpc=2, first_wave_lead_sms=(),
                 max_threads_per_sm=2048, max_blocks_per_sm=4, regs_per_sm=65536,
                 smem_per_sm_bytes=100_000, max_smem_per_block_bytes=100_000, clock_mhz=1000.0,
@@ -23,8 +24,9 @@ def toy_gpu(**over) -> GPUSpec:
                 launch_overhead_us=0.0, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=0.0,
                 atomic_latency_cycles=0, spin_poll_cycles=0, dram_efficiency=1.0, l2_efficiency=1.0,
                 l2_usable_fraction=1.0, compute_efficiency={}, task_overhead_cycles=0)
-    base.update(over)
-    return GPUSpec(**base)
+    model = {k: base.pop(k) for k in ("dram_efficiency", "l2_efficiency", "l2_usable_fraction", "compute_efficiency",
+                                      "task_overhead_cycles")}
+    return GPUModel(**base, model=Model(**model)).with_model(**over)
 
 
 def synthetic_graph(op, flops, read_bytes, shared_region=None) -> TaskGraph:

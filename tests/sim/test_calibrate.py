@@ -55,7 +55,7 @@ def test_stage2_recovers_compute_efficiency(small_gpu):
     assert set(fixed) == set(TRUTH)
     fitted = guess.with_model(compute_efficiency=eff, dram_access_efficiency=dram, step_cycles=steps,
                               block_fixed_cycles=fixed)
-    assert fitted.efficiency(Op.GEMM) == pytest.approx(TRUTH["gemm"], rel=0.08)
+    assert fitted.model.efficiency(Op.GEMM) == pytest.approx(TRUTH["gemm"], rel=0.08)
     for run in runs[::3]:
         for op in Op:
             # a short, latency-bound kernel pins its efficiency only loosely; its time is what must match
@@ -123,7 +123,7 @@ def test_profile_round_trip_and_apply(tmp_path):
     back = load_profile(path)
     assert back == prof
     spec = back.apply(load_gpu("h200"))
-    assert spec.clock_mhz == 1755.0 and spec.compute_efficiency == TRUTH
+    assert spec.clock_mhz == 1755.0 and spec.model.compute_efficiency == TRUTH
     assert "kernel build abc" in back.stale()
 
 

@@ -7,7 +7,7 @@ import pytest
 from megasim.app.catalog import SCENARIOS
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import read_toml
-from megasim.contract.spec import gpu_from_dict
+from megasim.engine.model import model_from_table
 
 DELETED = ["write_back", "dirty_l2_fraction", "neighbour_slowdown", "unshared_fp32", "memory_path_share",
            "fused_code_factor", "fused_code_by_variant", "ticket_race", "block_launch_cycles",
@@ -18,4 +18,11 @@ DELETED = ["write_back", "dirty_l2_fraction", "neighbour_slowdown", "unshared_fp
 def test_a_deleted_law_is_an_unknown_field(field):
     data = read_toml(SCENARIOS / "gpus" / "h200.toml")
     with pytest.raises(MegasimError, match=f"unknown field.*'{field}'.*\\[model\\]"):
-        gpu_from_dict({**data, "model": {**data["model"], field: 0}}, "h200", "h200.toml")
+        model_from_table({**data["model"], field: 0}, "h200.toml")
+
+
+@pytest.mark.parametrize("field", ["sm_sharing", "issue_weight", "gemm_bodies", "fused_gemm_bodies"])
+def test_a_law_field_of_before_the_laws_were_named_says_where_it_went(field):
+    """The laws kept were fields of the spec until 2026-11-28; a file of then gets the law's spelling."""
+    with pytest.raises(MegasimError, match=f"unknown field\\(s\\) \\['{field}'\\] in \\[model\\] \\(now .*laws"):
+        model_from_table({field: 0}, "h200.toml")

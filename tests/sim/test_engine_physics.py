@@ -137,7 +137,8 @@ def test_resident_sharing_makes_a_block_take_its_latency_plus_its_share_of_all_w
     work = {}
     for sharing in ("jobs", "resident"):
         gpu = toy_gpu(sm_count=1, max_blocks_per_sm=slots, tb_dispatch_latency_cycles=0,
-                      tb_dispatch_interval_cycles=150.0, block_fixed_cycles={"gemm": latency}, sm_sharing=sharing)
+                      tb_dispatch_interval_cycles=150.0, block_fixed_cycles={"gemm": latency},
+                      **({"resident_sharing": {}} if sharing == "resident" else {}))
         rec = run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).records
         work[sharing] = float(np.median((rec["end_us"] - rec["ready_us"])[10:-10])) * gpu.clock_mhz
     w = flops / toy_gpu().fp32_flops_per_cycle_per_sm
@@ -151,7 +152,7 @@ def test_issue_weights_share_an_sm_in_proportion():
     flops = 25600.0
     g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM], [flops, flops], [0, 0])
     gpu = toy_gpu(sm_count=1, max_blocks_per_sm=2, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=1e-6,
-                  issue_weight={"gemm": 3.0})
+                  resident_sharing={"issue_weight": {"gemm": 3.0}})
     rec = run_kernels(g, [Kernel(np.arange(2), BLOCK, False)], gpu, quantum=0.0).records
     work = (rec["end_us"] - rec["ready_us"]) * gpu.clock_mhz
     peak = gpu.fp32_flops_per_cycle_per_sm
@@ -163,7 +164,7 @@ def test_equal_issue_weights_are_resident_sharing():
     n = 60
     g = synthetic_graph([Op.GEMM, Op.INPUT_TRANSFORM] * (n // 2), [25600.0] * n, [0] * n)
     runs = []
-    for extra in ({"sm_sharing": "resident"}, {"issue_weight": {"gemm": 1.0}}):
+    for extra in ({"resident_sharing": {}}, {"resident_sharing": {"issue_weight": {"gemm": 1.0}}}):
         gpu = toy_gpu(sm_count=2, max_blocks_per_sm=3, tb_dispatch_latency_cycles=0, tb_dispatch_interval_cycles=150.0,
                       block_fixed_cycles={"gemm": 1000.0}, **extra)
         runs.append(run_kernels(g, [Kernel(np.arange(n), BLOCK, False)], gpu, quantum=0.0).total_cycles)
@@ -201,14 +202,14 @@ def _input_beside_gemm(sm_count: int, **extra):
 
 def test_a_working_gemm_stretches_its_neighbours_work():
     """Per-block traces: an input transform beside a working GEMM takes longer than beside none, by a factor
-    of its type (`gemm_neighbour_stretch`), its jobs and its serial latency alike."""
+    of its type (the law `gemm_neighbour_stretch`), its jobs and its serial latency alike."""
     plain = _input_beside_gemm(1)
     assert plain == pytest.approx(25600.0 / toy_gpu().fp32_flops_per_cycle_per_sm + 500.0, rel=1e-4)
-    assert _input_beside_gemm(1, gemm_neighbour_stretch={"input_transform": 0.4}) == pytest.approx(1.4 * plain, rel=1e-6)
-    assert _input_beside_gemm(1, gemm_neighbour_stretch={"output_transform": 0.4}) == pytest.approx(plain, rel=1e-9)
+    assert _input_beside_gemm(1, gemm_neighbour_stretch={"stretch": {"input_transform": 0.4}}) == pytest.approx(1.4 * plain, rel=1e-6)
+    assert _input_beside_gemm(1, gemm_neighbour_stretch={"stretch": {"output_transform": 0.4}}) == pytest.approx(plain, rel=1e-9)
 
 
 def test_a_gemm_on_another_sm_stretches_nothing():
     spread = {"first_wave_lead_sms": [0, 1]}
     plain = _input_beside_gemm(2, **spread)
-    assert _input_beside_gemm(2, gemm_neighbour_stretch={"input_transform": 0.4}, **spread) == pytest.approx(plain, rel=1e-9)
+    assert _input_beside_gemm(2, gemm_neighbour_stretch={"stretch": {"input_transform": 0.4}}, **spread) == pytest.approx(plain, rel=1e-9)

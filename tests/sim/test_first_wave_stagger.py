@@ -1,7 +1,5 @@
 """A kernel's first wave ends in arrival order on every SM, so its last, partial wave spreads one block per SM
-(`GPUSpec.first_wave_stagger`, read from the per-block traces by `megasim.app.calibrate.end_order`)."""
-import dataclasses
-
+(the law `first_wave_stagger`, read from the per-block traces by `megasim.app.calibrate.end_order`)."""
 import numpy as np
 import pytest
 
@@ -11,8 +9,8 @@ from megasim.app.calibrate.profile import load_profile, profile_path
 from megasim.app.catalog import load_gpu, load_layer, partition_for
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.problem import Op, WinogradVariant
-from megasim.engine.blocks import first_wave_stagger
+from megasim.contract.problem import WinogradVariant
+from megasim.engine.laws.first_wave_stagger import staggered as first_wave_stagger
 from megasim.engine.interpreter import SimpyInterpreter
 
 from ..conftest import CALIBRATION_RAW
@@ -43,7 +41,7 @@ def test_only_the_staggered_types_of_a_launch_without_waits_are_ranked():
 def _resnet4_gemm(stagger: dict):
     layer = load_layer("ResNet-4")
     graph = build_graph(layer, WinogradVariant(4), partition_for(layer))
-    gpu = dataclasses.replace(load_profile(profile_path("h200")).apply(load_gpu("h200")), first_wave_stagger=stagger)
+    gpu = load_profile(profile_path("h200")).apply(load_gpu("h200")).with_model(first_wave_stagger={"stagger": stagger})
     return SimpyInterpreter(gpu).run(graph, None, RunConfig(launch="gemm")).records
 
 

@@ -1,6 +1,5 @@
 """The megakernel's DRAM reads, counted by Nsight Compute on the H200, fix the usable L2 that fused times cannot
 (`megasim.app.calibrate.fused_dram`, docs/decisions.md, "The usable L2 is pinned at 0.3")."""
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,8 +24,8 @@ def test_the_reading_matches_the_counters_where_the_whole_l2_does_not(h200):
     with the whole L2 usable it reads 11-75% less on each."""
     spec, cases = h200
     assert len(cases) == len(SMALL)
-    pinned = read_errors(replace(spec, l2_usable_fraction=USABLE_L2["h200"]), cases)
-    whole = read_errors(replace(spec, l2_usable_fraction=1.0), cases)
+    pinned = read_errors(spec.with_model(l2_usable_fraction=USABLE_L2["h200"]), cases)
+    whole = read_errors(spec.with_model(l2_usable_fraction=1.0), cases)
     assert np.abs(pinned).max() < 0.06
     assert (whole < -0.1).all()
 

@@ -55,11 +55,11 @@ def test_a_body_law_replaces_the_gemm_constants_of_that_body_only():
     from megasim.contract.mapping import make
     gpu = load_gpu("h200")
     law = {"compute_efficiency": 0.5, "step_cycles": 900.0, "block_fixed_cycles": 20000.0}
-    with_law = gpu.with_model(gemm_bodies={"t128-8x8": law})
-    assert with_law.for_gemm_body("t128-8x4") is with_law
-    swapped = with_law.for_gemm_body("t128-8x8")
+    with_law = gpu.with_model(gemm_body_laws={"nonfused": {"t128-8x8": law}})
+    assert with_law.model.for_gemm_body("t128-8x4") is with_law.model
+    swapped = with_law.model.for_gemm_body("t128-8x8")
     assert swapped.compute_efficiency["gemm"] == 0.5 and swapped.block_fixed_cycles["gemm"] == 20000.0
-    assert swapped.compute_efficiency["input_transform"] == gpu.compute_efficiency["input_transform"]
+    assert swapped.compute_efficiency["input_transform"] == gpu.model.compute_efficiency["input_transform"]
     times = {}
     for name in ("ResNet-2", "ResNet-1"):
         layer = load_layer(name)
@@ -73,30 +73,31 @@ def test_a_body_law_replaces_the_gemm_constants_of_that_body_only():
 def test_a_body_efficiency_outside_a_fraction_is_refused(tmp_path):
     import pytest
     from megasim.contract.errors import MegasimError
-    from megasim.contract.spec import check_spec
-    from megasim.app.catalog import load_gpu
-    bad = load_gpu("h200").with_model(gemm_bodies={"t128-8x8": {"compute_efficiency": 3.0}})
-    with pytest.raises(MegasimError, match="gemm_bodies"):
-        check_spec(bad, "p.toml")
+    from megasim.engine.model import model_from_table
+    bad = {"laws": ["gemm_body_laws"], "gemm_body_laws": {"nonfused": {"t128-8x8": {"compute_efficiency": 3.0}}}}
+    with pytest.raises(MegasimError, match="p.toml: gemm_body_laws nonfused \\['t128-8x8'\\]: compute_efficiency"):
+        model_from_table(bad, "p.toml")
 
 
 def test_the_megakernels_gemm_law_changes_the_fused_run_only():
     import pytest
     from megasim.contract.errors import MegasimError
-    from megasim.contract.spec import check_spec
     from megasim.app.catalog import load_gpu
+    from megasim.engine.model import model_from_table
     from megasim.engine.simulate import simulate
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping import make
     gpu = load_gpu("h200")
     slow = {"compute_efficiency": 0.5, "step_cycles": 900.0, "block_fixed_cycles": 20000.0}
-    fused_law = gpu.with_model(fused_gemm_bodies={"t128-8x8": slow})
-    assert fused_law.for_megakernel().gemm_bodies == {"t128-8x8": slow} and gpu.for_megakernel() is gpu
+    fused_law = gpu.with_model(gemm_body_laws={"fused": {"t128-8x8": slow}})
+    assert fused_law.for_megakernel().model.law("gemm_constants").nonfused == {"t128-8x8": slow}
+    assert gpu.for_megakernel() is gpu
     layer = load_layer("ResNet-2")
     graph = build_graph(layer, WinogradVariant(4), partition_for(layer, "h200"))
     mapping = make(graph, "paper")
     plain, slowed = (simulate(graph, mapping, g) for g in (gpu, fused_law))
     assert slowed.nonfused.time_us == plain.nonfused.time_us
     assert slowed.fused.time_us > 1.2 * plain.fused.time_us
-    with pytest.raises(MegasimError, match="fused_gemm_bodies"):
-        check_spec(gpu.with_model(fused_gemm_bodies={"t128-8x8": {"compute_efficiency": 3.0}}), "p.toml")
+    bad = {"laws": ["gemm_body_laws"], "gemm_body_laws": {"fused": {"t128-8x8": {"compute_efficiency": 3.0}}}}
+    with pytest.raises(MegasimError, match="gemm_body_laws fused"):
+        model_from_table(bad, "p.toml")

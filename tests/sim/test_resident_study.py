@@ -1,4 +1,4 @@
-"""The resident-form study profiles of 2026-11-25 (`sm_sharing = "resident"`; `resident_law`: the GEMM from its
+"""The resident-form study profiles of 2026-11-25 (the law `resident_sharing`; `resident_law`: the GEMM from its
 per-block trace law; `resident_laws`: the GEMM and the output transform from theirs), kept as fixtures: the figures
 docs/decisions.md quotes are what their committed predictions say, and the engine still gives them."""
 import json
@@ -46,7 +46,7 @@ def test_quoted_figures_are_the_committed_predictions(study):
 def test_the_engine_still_gives_the_study_predictions(study):
     name, paper = study
     spec = load_profile(STUDY / "profiles" / f"h200_{name}.toml").apply(load_gpu("h200"))
-    assert spec.sm_sharing == "resident" and spec.wait_check_cycles > 0
+    assert spec.model.law("fp32_sharing").name == "resident_sharing" and spec.model.wait_check_cycles > 0
     runs = json.loads((CALIBRATION_RAW / "h200_runs.json").read_text())["runs"]
     picked = [i for i, r in enumerate(runs) if r["layer"]["name"] == "ResNet-2"][:2]
     for i in picked:

@@ -88,17 +88,20 @@ def test_the_output_law_is_the_committed_one(sample):
 @pytest.mark.slow
 def test_traced_constants_pin_the_gemm_and_measure_the_task_cost(h200_trace):
     model, pinned = traced_constants(load_gpu("h200"), h200_trace, SAMPLE_NPZ)
-    assert model["sm_sharing"] == "resident" and model["wait_check_cycles"] > 1000
+    assert model["laws"] == ["resident_sharing", "gemm_neighbour_stretch", "first_wave_stagger", "gemm_body_laws"]
+    assert model["wait_check_cycles"] > 1000
     assert set(pinned) == {Op.GEMM, Op.OUTPUT_TRANSFORM}
     assert pinned[Op.GEMM]["compute_efficiency"] == pytest.approx(0.7044, abs=1e-4)
     assert pinned[Op.OUTPUT_TRANSFORM]["compute_efficiency"] == pytest.approx(0.3464, abs=1e-4)
     bodies = {"t128-8x4", "t128-8x4-scalar", "t128-8x8", "t96-8x4", "t96-8x4-scalar"}
-    assert set(model["gemm_bodies"]) == bodies and set(model["fused_gemm_bodies"]) == bodies
+    laws = model["gemm_body_laws"]
+    assert set(laws["nonfused"]) == bodies and set(laws["fused"]) == bodies
     # the GEMM kernel's laws from the non-fused launches, the megakernel's from the fused ones: not one law twice
-    assert model["gemm_bodies"]["t128-8x8"] != model["fused_gemm_bodies"]["t128-8x8"]
-    assert model["issue_weight"] == {"gemm": 2.0} and model["gemm_neighbour_stretch"] == {"input_transform": 0.2}
+    assert laws["nonfused"]["t128-8x8"] != laws["fused"]["t128-8x8"]
+    assert model["resident_sharing"] == {"issue_weight": {"gemm": 2.0}}
+    assert model["gemm_neighbour_stretch"] == {"stretch": {"input_transform": 0.2}}
     # the H100 sample's GEMM kernels end their first wave 16% apart: half of it staggers each side
-    assert model["first_wave_stagger"] == {"gemm": 0.08}
+    assert model["first_wave_stagger"] == {"stagger": {"gemm": 0.08}}
 
 
 def test_each_gpu_takes_its_own_trace_sample_and_one_without_borrows_another(tmp_path):

@@ -8,12 +8,11 @@ Each line is one run and the first 16 hex digits of a SHA-256 over its records (
 DRAM bytes per block, kernel spans, L2 statistics and total cycles, then its prediction in us. Runs: ResNet-2,
 ResNet-1, ResNet-4 and YOLOv3-5 on h200 (calibrated) and v100; fused in the static, persistent and ready-queue
 modes and non-fused; the paper, sequential and random_topo mappings; every dispatch policy but replay;
-quantum 32 and 0; and the default-off model forms (sm_sharing "resident", wait_check_cycles, issue_weight,
+quantum 32 and 0; and the default-off model forms (the law resident_sharing, wait_check_cycles, issue_weight,
 gemm_neighbour_stretch, block_work_cv). Seed 3. About 12 s with the engine compiled, 25 s pure Python.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import sys
 
@@ -29,9 +28,10 @@ from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.engine.dispatch import DISPATCH_POLICIES
 
 LAYERS = ("ResNet-2", "ResNet-1", "ResNet-4", "YOLOv3-5")
-VARIANTS = {"base": {}, "resident": {"sm_sharing": "resident"}, "wait": {"wait_check_cycles": 40.0},
-            "weight": {"issue_weight": {"gemm": 3.0, "input_transform": 1.0, "output_transform": 0.7}},
-            "stretch": {"gemm_neighbour_stretch": {"input_transform": 0.4, "output_transform": 0.2}},
+VARIANTS = {"base": {}, "resident": {"resident_sharing": {}}, "wait": {"wait_check_cycles": 40.0},
+            "weight": {"resident_sharing": {"issue_weight": {"gemm": 3.0, "input_transform": 1.0,
+                                                             "output_transform": 0.7}}},
+            "stretch": {"gemm_neighbour_stretch": {"stretch": {"input_transform": 0.4, "output_transform": 0.2}}},
             "cv": {"block_work_cv": 0.2}}
 
 
@@ -68,7 +68,7 @@ def main() -> None:
             spec = resolve_layer(layer, None)
             graph = build_graph(spec, WinogradVariant(), partition_for(spec, base.name))
             for variant, change in VARIANTS.items():
-                gpu = dataclasses.replace(base, **change)
+                gpu = base.with_model(**change) if change else base
                 for label, kernels, policy, quantum in runs(graph, gpu, variant):
                     run = run_kernels(graph, kernels, gpu, policy, None, quantum, seed=3)
                     print(gpu_name, layer, variant, label, digest(run), repr(gpu.cycles_to_us(run.total_cycles)),

@@ -17,7 +17,7 @@ gpu = sys.argv[1]
 spec = load_profile(sys.argv[2] if len(sys.argv) > 2 else f"scenarios/calibrations/{gpu}.toml").apply(load_gpu(gpu))
 if len(sys.argv) > 3:
     spec = replace(spec, l2_usable_fraction=float(sys.argv[3]))
-print(f"l2_usable_fraction {spec.l2_usable_fraction}\n")
+print(f"l2_usable_fraction {spec.model.l2_usable_fraction}\n")
 print("| case | measured us | model us | DRAM read MB, measured / model | error | L2 read hit rate, measured |")
 print("|---|---|---|---|---|---|")
 errors = []

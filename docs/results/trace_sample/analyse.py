@@ -15,7 +15,7 @@ writes `analysis.md` and `gemm_corunners.png` there. Three measurements, each st
 3. Input-transform blocks' work in the megakernel against the non-fused kernel, case by case.
 4. The GEMM block law work = fixed + steps x step + n x issued FLOPs / (efficiency x SM peak), n as in 2,
    fitted by least squares on relative error with every (case, launch) weighted alike: the constants
-   `sm_sharing = "resident"` needs for the GEMM (`gemm_law.json`).
+   the law `resident_sharing` needs for the GEMM (`gemm_law.json`).
 5. The output block law, the same with every block on the SM in n and a chip-wide term for the other
    output blocks' bytes (`output_law.json`; docs/decisions.md, "The output transform from its block law").
 6. The GEMM law of 4 fitted on each GEMM body alone (`gemm_body_laws.json`; docs/decisions.md, "One GEMM law per GEMM body").

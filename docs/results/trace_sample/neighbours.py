@@ -63,7 +63,7 @@ def simulated(problem: dict, spec) -> dict:
 def main(folder: Path, profile: str, stretches: list[float]) -> None:
     meta, traces = load_sample(RAW / f"{folder.name}_trace_sample.npz")
     base = load_profile(profile).apply(load_gpu(load_profile(profile).gpu))
-    specs = {"model": base, **{f"stretch {s}": base.with_model(gemm_neighbour_stretch={"input_transform": s})
+    specs = {"model": base, **{f"stretch {s}": base.with_model(gemm_neighbour_stretch={"stretch": {"input_transform": s}})
                                for s in stretches}}
     rows = []
     for case, problem in meta.items():

@@ -1,4 +1,4 @@
-"""In what order the blocks of a kernel's first wave end on an SM: what `GPUSpec.first_wave_stagger` reads.
+"""In what order the blocks of a kernel's first wave end on an SM: what the law `first_wave_stagger` reads.
 
 Blocks that start together on an SM do not end together: a warp scheduler issues the oldest ready warp,
 so the block that arrived first ends first (three GEMM blocks started within 0.05 us end at 79, 88 and

@@ -106,7 +106,7 @@ def _kernel_error(runs, op: Op, spec, pool=None) -> float:
 
 
 def _with_efficiency(spec, op: Op, eff: float, **extra):
-    return spec.with_model(compute_efficiency={**spec.compute_efficiency, OP_NAMES[op]: eff}, **extra)
+    return spec.with_model(compute_efficiency={**spec.model.compute_efficiency, OP_NAMES[op]: eff}, **extra)
 
 
 def work_cv_from_trace(trace: dict, op: Op = Op.INPUT_TRANSFORM) -> float:
@@ -167,9 +167,9 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
     from scipy.optimize import minimize
     name = OP_NAMES[op]
     transform = op != Op.GEMM
-    start = [math.log(spec.compute_efficiency.get(name, 0.1)), spec.step_cycles.get(name, 0.0) / 1000,
-             spec.block_fixed_cycles.get(name, 0.0) / 1000]
-    start += [spec.dram_access_efficiency.get(name, 1.0)] if transform else []
+    start = [math.log(spec.model.compute_efficiency.get(name, 0.1)), spec.model.step_cycles.get(name, 0.0) / 1000,
+             spec.model.block_fixed_cycles.get(name, 0.0) / 1000]
+    start += [spec.model.dram_access_efficiency.get(name, 1.0)] if transform else []
     seen = {}
 
     def unpack(x):
@@ -182,9 +182,9 @@ def _fit_op(layers, op, spec, pool, evals: int = STAGE2_EVALS, tick=None):
         if key in seen:
             return seen[key]
         eff, step, fixed, dram = unpack(x)
-        s = _with_efficiency(spec, op, eff, step_cycles={**spec.step_cycles, name: step},
-                             block_fixed_cycles={**spec.block_fixed_cycles, name: fixed},
-                             dram_access_efficiency={**spec.dram_access_efficiency, **({name: dram} if transform else {})})
+        s = _with_efficiency(spec, op, eff, step_cycles={**spec.model.step_cycles, name: step},
+                             block_fixed_cycles={**spec.model.block_fixed_cycles, name: fixed},
+                             dram_access_efficiency={**spec.model.dram_access_efficiency, **({name: dram} if transform else {})})
         if tick:
             tick()
         seen[key] = _kernel_error(layers, op, s, pool)
@@ -231,8 +231,8 @@ def _pinned_op(layers, op, spec, pool, law: dict, tick=None, evals: int = 16):
     transform its DRAM access efficiency, which a block law does not give, by a bounded 1-D search."""
     from scipy.optimize import minimize_scalar
     name = OP_NAMES[op]
-    s = _with_efficiency(spec, op, law["compute_efficiency"], step_cycles={**spec.step_cycles, name: law["step_cycles"]},
-                         block_fixed_cycles={**spec.block_fixed_cycles, name: law["block_fixed_cycles"]})
+    s = _with_efficiency(spec, op, law["compute_efficiency"], step_cycles={**spec.model.step_cycles, name: law["step_cycles"]},
+                         block_fixed_cycles={**spec.model.block_fixed_cycles, name: law["block_fixed_cycles"]})
     if op == Op.GEMM:
         return (_kernel_error(layers, op, s, pool), law["compute_efficiency"], None, law["step_cycles"],
                 law["block_fixed_cycles"])
@@ -240,7 +240,7 @@ def _pinned_op(layers, op, spec, pool, law: dict, tick=None, evals: int = 16):
     def at(d):
         if tick:
             tick()
-        return _kernel_error(layers, op, s.with_model(dram_access_efficiency={**s.dram_access_efficiency, name: d}), pool)
+        return _kernel_error(layers, op, s.with_model(dram_access_efficiency={**s.model.dram_access_efficiency, name: d}), pool)
 
     best = minimize_scalar(at, bounds=(0.3, 1.0), method="bounded", options={"maxiter": evals, "xatol": 2e-3})
     return float(best.fun), law["compute_efficiency"], round(float(best.x), 4), law["step_cycles"], \

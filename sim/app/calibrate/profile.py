@@ -9,7 +9,7 @@ from the sources in this checkout is flagged as stale.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -17,7 +17,9 @@ from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
 from megasim.contract.files import existing_file, read_toml, write_then_rename
 from megasim.contract.schema import Str, Text, float_in, int_in, parse
-from megasim.contract.spec import GPUSpec, check_model_fields, check_spec
+from megasim.contract.spec import check_hardware_fields, check_spec
+from megasim.engine.laws import MODEL_LAWS
+from megasim.engine.model import GPUModel, model_from_table
 from megasim.app.catalog import SCENARIOS, gpu_path, is_spec_file, load_gpu, shown_path
 
 SECTIONS = ("profile", "hardware", "model", "fit", "uncertainty")
@@ -32,12 +34,12 @@ class CalibrationProfile:
     fit: dict = field(default_factory=dict)
     uncertainty: dict = field(default_factory=dict)  # held-out residual percentiles (calibrate.uncertainty)
 
-    def apply(self, spec: GPUSpec) -> GPUSpec:
-        known = {f.name for f in fields(GPUSpec)}
-        unknown = (set(self.hardware) | set(self.model)) - known
-        if unknown:
-            raise MegasimError(f"calibration profile for {self.gpu}: unknown field(s) {sorted(unknown)}")
-        return spec.with_model(**self.hardware, **self.model)
+    def apply(self, spec: GPUModel, origin: str | None = None) -> GPUModel:
+        """`spec` with this profile's [hardware] figures and its [model] over the spec's model, checked."""
+        origin = origin or f"calibration profile for {self.gpu}"
+        check_hardware_fields(self.hardware, origin)
+        gpu = check_spec(replace(spec, **self.hardware), origin)
+        return replace(gpu, model=model_from_table(self.model, origin, spec.model))
 
     def stale(self) -> str | None:
         """A line saying the kernels changed since the fit, or None.
@@ -82,7 +84,8 @@ class _Uncertainty:
 
 @dataclass(kw_only=True)
 class _ProfileDoc:
-    """The file's shape; [hardware] and [model] are checked field by field against `GPUSpec`'s types."""
+    """The file's shape; [hardware] is checked field by field against `GPUSpec`'s types, [model] against the
+    engine's `Model` and its laws."""
     __pydantic_config__ = {"extra": "forbid"}
     profile: _Header
     hardware: dict[Text, Any]
@@ -106,8 +109,6 @@ def load_profile(path) -> CalibrationProfile:
         if low > high:
             raise MegasimError(f"{path}: [uncertainty] {name} = [{low}, {high}] is inverted: its low end should "
                                "not be above its high end")
-    for section in ("hardware", "model"):
-        check_model_fields(data[section], str(path), section)
     prov = dict(data["profile"])
     profile = CalibrationProfile(gpu=prov.pop("gpu"), hardware=data["hardware"], model=data["model"],
                                  provenance=prov, fit=data["fit"], uncertainty=data.get("uncertainty", {}))
@@ -115,7 +116,7 @@ def load_profile(path) -> CalibrationProfile:
         base = load_gpu(profile.gpu)
     except MegasimError as exc:
         raise MegasimError(f"{path}: [profile] gpu: {exc}") from None
-    check_spec(base.with_model(**profile.hardware, **profile.model), str(path))
+    profile.apply(base, str(path))
     return profile
 
 
@@ -133,10 +134,17 @@ def _toml_value(v) -> str:
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
 
 
+def _laws_first(model: dict) -> dict:
+    """A [model] table with `laws` and the laws' tables first: what the profile rests on, before its numbers."""
+    first = ["laws", *(k for k in model if k in MODEL_LAWS)]
+    return {**{k: model[k] for k in first if k in model}, **model}
+
+
 def save_profile(profile: CalibrationProfile, path) -> Path:
     lines = ["# Calibrated megasim profile: written by `megasim calibrate`, read by `megasim simulate`.", ""]
     for section, values in (("profile", {"gpu": profile.gpu, **profile.provenance}), ("hardware", profile.hardware),
-                            ("model", profile.model), ("fit", profile.fit), ("uncertainty", profile.uncertainty)):
+                            ("model", _laws_first(profile.model)), ("fit", profile.fit),
+                            ("uncertainty", profile.uncertainty)):
         if section == "uncertainty" and not values:
             continue
         lines.append(f"[{section}]")
@@ -182,6 +190,6 @@ def simulation_model(name: str, uncalibrated: bool = False, profile=None):
     return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else ""), profile.uncertainty or None
 
 
-def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUSpec, str]:
+def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUModel, str]:
     """`simulation_model`'s spec and note."""
     return simulation_model(name, uncalibrated, profile)[:2]

@@ -31,7 +31,7 @@ from megasim.contract.records import records_from_dicts
 
 
 def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]:
-    """Stage 1b, for `sm_sharing = "resident"`: the megakernel's per-task cost from the GPU's own trace and
+    """Stage 1b, for the law `resident_sharing`: the megakernel's per-task cost from the GPU's own trace and
     the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
     the GEMM's per body (the GEMM kernel's from the non-fused launches, the megakernel's from the fused ones),
     how blocks of other types share an SM with GEMMs (`neighbour_readings`), and in what order a GEMM
@@ -41,9 +41,9 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, launches_of, load_sample,
                                                  neighbour_readings, output_law, task_costs)
     if trace is None:
-        raise MegasimError("sm_sharing 'resident' takes the per-task cost from <gpu>_trace_resnet2.json; "
+        raise MegasimError("--sharing resident takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none (--sharing jobs fits without per-block traces)")
-    existing_file(sample_path or "", f"sm_sharing 'resident' fits the GEMM from a trace sample: {sample_path}",
+    existing_file(sample_path or "", f"--sharing resident fits the GEMM from a trace sample: {sample_path}",
                   "no such file (--trace-sample PATH)")
     costs = task_costs(graph_of(trace), records_from_dicts(trace["records"]), spec.clock_mhz,
                        spec.tb_dispatch_latency_cycles)
@@ -57,9 +57,9 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     bodies = {kind: {body: law(*fit) for body, fit in
                      gemm_body_laws(meta, launches_of(traces, kind), spec.clock_mhz, peak).items()}
               for kind in ("nonfused", "fused")}
-    return {"sm_sharing": "resident", **neighbour_readings(spec.name), "gemm_bodies": bodies["nonfused"],
-            "fused_gemm_bodies": bodies["fused"], "first_wave_stagger": {"gemm": stagger_reading(meta, traces)},
-            **costs}, pinned
+    laws = {**neighbour_readings(spec.name), "first_wave_stagger": {"stagger": {"gemm": stagger_reading(meta, traces)}},
+            "gemm_body_laws": bodies}
+    return {"laws": list(laws), **laws, **costs}, pinned
 
 
 def carried_revalidation(out, kernel_build: str | None, gpu: str | None = None) -> dict:
@@ -92,7 +92,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                 trace_sample=None) -> CalibrationProfile:
     """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`.
 
-    With `sharing = "resident"` (`GPUSpec.sm_sharing`) the per-block traces give what the fit would otherwise
+    With `sharing = "resident"` (the law `resident_sharing`) the per-block traces give what the fit would otherwise
     search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so stage 3
     fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
     `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
@@ -132,14 +132,14 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         eff = fitted
         log(f"stage 2: compute efficiency {eff}, DRAM access efficiency {dram}, step cycles {step}; "
             f"rms log error {kernel_errors}")
-        spec2 = spec1.with_model(compute_efficiency={**spec1.compute_efficiency, **eff},
+        spec2 = spec1.with_model(compute_efficiency={**spec1.model.compute_efficiency, **eff},
                                  dram_access_efficiency=dram, step_cycles=step, block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
     log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
-        model={**model, "compute_efficiency": eff, "dram_access_efficiency": dram, "step_cycles": step,
-               "block_fixed_cycles": fixed, "sm_sharing": spec1.sm_sharing, **fused},
+        model={"laws": [law.name for law in spec1.model.laws], **model, "compute_efficiency": eff,
+               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
                                 *([paths["trace"], sample] if pinned else [])], header, out, spec.name),
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})

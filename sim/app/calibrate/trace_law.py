@@ -7,7 +7,7 @@ Two things a kernel's total time cannot tell apart, and a trace of its blocks ca
   a non-fused GEMM kernel has the same neighbours, so the kernel's time fixes only one mix of latency and
   throughput; in a trace sample (fused and non-fused launches of many shapes) blocks run beside 1 to 5
   others, and least squares on their relative errors, every launch weighted alike, separates the three.
-  It is the law `sm_sharing = "resident"` simulates.
+  It is the law `resident_sharing` simulates (`megasim.engine.laws.resident_sharing`).
 - **The megakernel's cost per task.** From a block's start (before its ticket) to ready, for blocks whose
   counters were all zero when they started, by how many counters it polls; and the gap on an SM between a
   block's end and the next block's start there. They give `task_overhead_cycles` (what a task costs from its
@@ -39,7 +39,8 @@ SAMPLE_PER_LAUNCH = 4000
 # the same (ResNet-1's pick), still inside the traced 1.2-1.6x. The H200's, with its megakernel's GEMM blocks
 # under a law of their own (`launches_of`), is the reading's 0.2: at 0.25 one layer fewer keeps Spearman >= 0.8,
 # at 0.3 one winner fewer is called right (2026-11-27).
-NEIGHBOUR_READINGS = {"issue_weight": {"gemm": 2.0}, "gemm_neighbour_stretch": {"input_transform": 0.2}}
+NEIGHBOUR_READINGS = {"resident_sharing": {"issue_weight": {"gemm": 2.0}},
+                      "gemm_neighbour_stretch": {"stretch": {"input_transform": 0.2}}}
 INPUT_STRETCH = {"h100": 0.4, "h200": 0.2}
 
 
@@ -48,7 +49,7 @@ def neighbour_readings(gpu: str) -> dict:
     stretch = INPUT_STRETCH.get(gpu.lower())
     if stretch is None:
         return NEIGHBOUR_READINGS
-    return {**NEIGHBOUR_READINGS, "gemm_neighbour_stretch": {"input_transform": stretch}}
+    return {**NEIGHBOUR_READINGS, "gemm_neighbour_stretch": {"stretch": {"input_transform": stretch}}}
 
 
 def default_sample(raw, gpu: str):
