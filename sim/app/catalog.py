@@ -16,7 +16,7 @@ from pathlib import Path
 import megasim.scenarios
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Partition
-from megasim.contract.files import read_toml
+from megasim.io.files import read_toml
 from megasim.contract.spec import GPUSpec, gpu_from_dict
 
 SCENARIOS = Path(megasim.scenarios.__file__).parent  # package data on disk (importlib.resources: 8 ms more)
