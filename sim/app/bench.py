@@ -36,7 +36,7 @@ from megasim.contract.encoding import SCHEMA_VERSION
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan

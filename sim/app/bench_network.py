@@ -75,7 +75,7 @@ def bench_network(args) -> int:
 
     doc = report(net, run_rows(jobs, measure), header)
     if getattr(args, "out", None):
-        from megasim.contract.files import write_then_rename
+        from megasim.io.writing import write_then_rename
         with write_then_rename(args.out) as tmp:
             tmp.write_text(json.dumps(doc, indent=1, default=str))
     title = f"{net.name} on {header.get('device', header['gpu'])} (measured), batch {net.layers[0].layer.n}"

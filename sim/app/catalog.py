@@ -16,7 +16,7 @@ from pathlib import Path
 import megasim.scenarios
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Partition
-from megasim.contract.files import read_toml
+from megasim.io.files import read_toml
 from megasim.contract.spec import spec_from_dict
 from megasim.engine.model import GPUModel, model_from_table
 

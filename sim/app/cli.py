@@ -364,7 +364,7 @@ def _run(args) -> int:
     """The command, its outputs checked first and renamed into place only if it finishes; a reader that
     closes the pipe early (`megasim layers | head -1`) ends it quietly, as it would `cat`."""
     from megasim.app.outputs import preflight
-    from megasim.contract.writing import all_or_nothing
+    from megasim.io.writing import all_or_nothing
     with all_or_nothing():
         preflight(args)
         try:

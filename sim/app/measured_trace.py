@@ -14,7 +14,7 @@ The calibration's raw trace (`scenarios/calibrations/raw/<gpu>_trace_resnet2.jso
 a header, the problem and a list of record dicts) is read too, as a fused
 launch.
 
-Both are checked the way every input file is (`megasim.contract.schema`):
+Both are checked the way every input file is (`megasim.io.schema`):
 the problem's fields (`RunMeta`), and every record or block slice a record
 is made of (times finite, non-negative and under `MAX_US`, ids and SMs in
 range), then each launch as a whole (`check_launch`: block ids unique, a
@@ -35,12 +35,13 @@ import numpy as np
 
 from megasim.app.perfetto import trace_events
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, write_then_rename
+from megasim.io.files import read_json
+from megasim.io.writing import write_then_rename
 from megasim.contract.mapping.io import LayerDoc
 from megasim.contract.modes import MODES
-from megasim.contract.problem import INT32_LIMIT, OP_NAMES, VARIANTS, Op
+from megasim.contract.problem import INT32_LIMIT, OP_NAMES, VARIANTS, Dimension, Op
 from megasim.contract.records import empty_records
-from megasim.contract.schema import Dimension, Int64, Items, Str, Text, float_in, int_in, one_of, parse
+from megasim.io.schema import Int64, Items, Str, Text, float_in, int_in, one_of, parse
 from megasim.contract.spec import SmCount, SmId
 
 LAUNCH_NAMES = {"fused": "megakernel", "nonfused": "non-fused kernels"}

@@ -20,7 +20,7 @@ from typing import Callable
 
 from megasim.app.network_spec import Network, NetworkLayer
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import regular_file
+from megasim.io.files import regular_file
 from megasim.contract.problem import Layer
 
 MAPPING_FILES = ("<layer>/best.json", "<layer>.json")  # megasim.app.cli's MAPPINGS_HELP says the same

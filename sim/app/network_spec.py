@@ -16,7 +16,7 @@ from pathlib import Path
 
 from megasim.app.catalog import _SHAPE, SCENARIOS, _find, _layer_from
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_toml
+from megasim.io.files import read_toml
 from megasim.contract.problem import Layer
 
 

@@ -3,7 +3,7 @@
 `calibrate --from-raw --out ro/p.toml` used to fail after eight minutes of
 fitting, `validate` after a minute and a half with its figures written and
 no report. Here each output flag of each command is looked at first (the
-checks are `megasim.contract.writing.check_writable`'s: nothing is created),
+checks are `megasim.io.writing.check_writable`'s: nothing is created),
 and `--plot` must name a format by its extension. Outputs a command derives
 itself (search's default folder) it checks where it derives them.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.writing import check_writable
+from megasim.io.writing import check_writable
 
 FIGURE_FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
 

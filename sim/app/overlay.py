@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from megasim.app.perfetto import op_name  # noqa: E402
 from megasim.app.plot import (OP_COLORS, SPIN_GREY, _draw_gantt, _end_us, _legend_handles, _mix_edges,  # noqa: E402
                               _mix_series, _num_sms, _summary)
-from megasim.contract.files import write_then_rename  # noqa: E402
+from megasim.io.writing import write_then_rename  # noqa: E402
 
 SIM_STYLE, GPU_STYLE = "-", "--"
 

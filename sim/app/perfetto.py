@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.problem import OP_NAMES, Op
 
 # Reserved trace-viewer colour names (catapult's color_scheme), one per op.

@@ -23,7 +23,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from megasim.contract.files import write_then_rename  # noqa: E402
+from megasim.io.writing import write_then_rename  # noqa: E402
 from megasim.app.outputs import FIGURE_FORMATS  # noqa: E402
 from megasim.app.perfetto import op_name, resident_slots  # noqa: E402
 from megasim.contract.problem import Op  # noqa: E402

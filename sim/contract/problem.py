@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import IntEnum
+from typing import Annotated
 
 from megasim.contract.errors import MegasimError
+from megasim.io.schema import Number
 
 FLOAT_BYTES = 4
 VARIANTS = (2, 4, 6)  # the m of F(m x m, 3 x 3) that the transforms and kernels implement
@@ -30,6 +32,7 @@ OP_NAMES = {op: op.name.lower() for op in Op}
 
 
 INT32_LIMIT = 2**31  # every size the kernels index with a 32-bit int
+Dimension = Annotated[int, Number(int, gt=0, lt=INT32_LIMIT)]  # a size in a file: the rule `_positive` checks
 
 
 def _positive(owner: str, **values: int) -> None:

@@ -38,7 +38,7 @@ def records_from_dicts(rows: list[dict]) -> np.ndarray:
 def load_trace(path) -> np.ndarray:
     """Records of a trace file: {"records": [{block, task, op, sm, ...}, ...], ...}, sorted by block."""
     from megasim.contract.errors import MegasimError
-    from megasim.contract.files import read_json
+    from megasim.io.files import read_json
     doc = read_json(path)
     try:
         rec = records_from_dicts(doc["records"])

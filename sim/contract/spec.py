@@ -6,7 +6,7 @@ read. `[model]` holds the simulator's constants and laws, which only the
 engine reads (`megasim.engine.model`) and a calibration profile replaces.
 Loading does no other I/O; a bad file is one MegasimError naming the file.
 
-Each field's type carries its range (`megasim.contract.schema`), checked when
+Each field's type carries its range (`megasim.io.schema`), checked when
 a file is loaded: counts are strict positive integers, times and bandwidths
 finite and bounded, efficiencies fractions no smaller than 1e-4.
 The bounds are generous beyond any real GPU; what they exclude is what makes
@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Literal, get_type_hints
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.schema import Text, float_in, int_in, parse
+from megasim.io.schema import Text, float_in, int_in, parse
 
 MAX_SMS = 4096
 SmCount = int_in(1, MAX_SMS)

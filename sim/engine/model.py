@@ -18,7 +18,7 @@ from typing import get_type_hints
 
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import OP_NAMES, Op
-from megasim.contract.schema import float_in, int_in, parse
+from megasim.io.schema import float_in, int_in, parse
 from megasim.contract.spec import Efficiency, GPUSpec, OpName, check_spec
 from megasim.engine.laws import MODEL_LAWS, Law
 

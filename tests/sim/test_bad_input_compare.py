@@ -19,7 +19,7 @@ from megasim.app.measured_trace import problem_meta, read_measured, write_measur
 from megasim.app.perfetto import trace_events
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
-from megasim.contract.accept import LONGEST
+from megasim.io.accept import LONGEST
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Op, Partition
 from megasim.contract.records import empty_records

@@ -6,7 +6,7 @@ import pytest
 
 from megasim.app.catalog import SCENARIOS
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_toml
+from megasim.io.files import read_toml
 from megasim.engine.model import model_from_table
 
 DELETED = ["write_back", "dirty_l2_fraction", "neighbour_slowdown", "unshared_fp32", "memory_path_share",

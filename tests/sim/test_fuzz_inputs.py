@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from megasim.app.catalog import SCENARIOS
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import tomllib
+from megasim.io.files import tomllib
 from megasim.contract.graph import NO_COUNTER, build_graph
 from megasim.contract.mapping import Mapping, make, validate
 from megasim.contract.mapping.io import describe

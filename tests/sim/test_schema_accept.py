@@ -1,4 +1,4 @@
-"""`megasim.contract.accept` takes a subset of what pydantic takes, and builds what pydantic builds.
+"""`megasim.io.accept` takes a subset of what pydantic takes, and builds what pydantic builds.
 
 It checks plainly valid files without importing pydantic (docs/results/startup), so it must never let
 through a value pydantic refuses, nor return a different value (an int where pydantic gives a float,
@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import megasim.contract.schema as schema
+import megasim.io.schema as schema
 from megasim.app.calibrate.measurements import Run, RunsFile, load_runs
 from megasim.app.calibrate.profile import _ProfileDoc, load_profile, profile_path
 from megasim.app.catalog import SCENARIOS, gpu_names, load_gpu
 from megasim.app.measured_trace import BlockSlice, RawTrace, RunMeta, SpinSlice, read_measured
-from megasim.contract.accept import LONGEST, REFUSED, accept
+from megasim.io.accept import LONGEST, REFUSED, accept
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, read_toml
+from megasim.io.files import read_json, read_toml
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.mapping.io import MappingFile, describe, read_mapping_file

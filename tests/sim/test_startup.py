@@ -33,9 +33,9 @@ def test_help_loads_no_numerics():
 
 
 def test_default_simulate_loads_only_what_it_uses():
-    """pydantic neither: the committed spec and profile are plainly valid (`megasim.contract.accept`)."""
+    """pydantic neither: the committed spec and profile are plainly valid (`megasim.io.accept`)."""
     mods = loaded(["simulate", "--json"])
-    assert {"numpy", "simpy", "megasim.engine.core", "megasim.contract.accept"} <= mods
+    assert {"numpy", "simpy", "megasim.engine.core", "megasim.io.accept"} <= mods
     assert not mods & set(HEAVY), "import these where they are used"
     assert not roots(mods) & set(VALIDATION)
     assert "numpy.ma" not in mods

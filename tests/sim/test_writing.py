@@ -7,7 +7,7 @@ import pytest
 
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
-from megasim.contract.writing import all_or_nothing, check_writable, write_then_rename
+from megasim.io.writing import all_or_nothing, check_writable, write_then_rename
 
 SMALL = ["--shape", "2,32,20,20,32"]
 

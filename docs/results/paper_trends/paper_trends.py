@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 
 HERE = Path(__file__).resolve().parent
 REPORT = HERE.parents[1] / "paper-reproduction.md"

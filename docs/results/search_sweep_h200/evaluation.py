@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.ranking import regret, spearman
 from megasim.app.search.runner import point_key
 

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.app.search.runner import point_key
 from megasim.contract.mapping.paper import PaperOptions
 from megasim.contract.options import search_values

@@ -87,7 +87,7 @@ def corpus_summary(rows: list[dict]) -> dict:
 def validate_corpus(spec, gpu: str, corpus_path: Path, out: Path, jobs: int, log,
                     shown: bool = True, lines: list[dict] | None = None) -> tuple[list[str], list[dict]]:
     """The held-out corpus shapes under the profile: their predictions file; the report's section and the rows."""
-    from megasim.contract.files import write_then_rename
+    from megasim.io.writing import write_then_rename
     rows = predict_corpus(corpus_path, spec, jobs, splits=("heldout",), shown=shown, lines=lines)
     summary = corpus_summary(rows)
     with write_then_rename(out / "results" / "calibration" / f"corpus_predictions_{gpu}.json") as tmp:

@@ -18,7 +18,7 @@ from rich.progress import Progress
 from megasim.app.calibrate.corpus import CorpusShape, generate
 from megasim.app.calibrate.gpu_runs import DEFAULT_PARAMS, nonfused_reference, run_record
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_text
+from megasim.io.files import read_text
 
 CORPUS_MODES = ("static", "persistent")
 CORPUS_MAPPINGS = (("paper", DEFAULT_PARAMS), ("random_topo", {"seed": 1}))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from megasim.contract.files import read_json
+from megasim.io.files import read_json
 
 USABLE_L2 = {"h200": 0.3, "h100": 0.3}
 

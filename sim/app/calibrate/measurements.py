@@ -3,7 +3,7 @@
 `megasim validate` and `megasim calibrate` spend minutes simulating every run,
 so a bad run found on the way (a string time, a missing layer) used to end
 them after the work, with a traceback. `load_runs` checks every run first,
-field by field (`megasim.contract.schema`), then what the fields name: the partition's
+field by field (`megasim.io.schema`), then what the fields name: the partition's
 fields, the strategy and its options. It returns the runs as the plain dicts
 the predictors take, unchanged.
 """
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Optional
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, read_json_lines
+from megasim.io.files import read_json, read_json_lines
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.mapping.io import LayerDoc
-from megasim.contract.problem import VARIANTS, Layer, Partition
+from megasim.contract.problem import VARIANTS, Dimension, Layer, Partition
 from megasim.contract.scheduling import check_mode
-from megasim.contract.schema import Dimension, Items, Text, float_in, one_of, parse
+from megasim.io.schema import Items, Text, float_in, one_of, parse
 
 Micros = float_in(0.0, 1e9, above=True)
 

@@ -15,8 +15,9 @@ from typing import Annotated, Any, Optional
 
 from megasim.gpu.build import kernel_build_hash
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import existing_file, read_toml, write_then_rename
-from megasim.contract.schema import Str, Text, float_in, int_in, parse
+from megasim.io.files import existing_file, read_toml
+from megasim.io.schema import Str, Text, float_in, int_in, parse
+from megasim.io.writing import write_then_rename
 from megasim.contract.spec import check_hardware_fields, check_spec
 from megasim.engine.laws import MODEL_LAWS
 from megasim.engine.model import GPUModel, model_from_table

@@ -5,7 +5,7 @@ the raw measurements, and used to find a bad one on the way: a torn corpus
 line as a JSONDecodeError, `records: "x"` as a TypeError, a micro-benchmark
 file without figures as a profile silently left on datasheet values. Here
 each kind of raw file has one loader that checks every field it holds
-(`megasim.contract.schema`: types, finite non-negative times, the runs'
+(`megasim.io.schema`: types, finite non-negative times, the runs'
 layers, partitions and mappings) and raises one MegasimError naming the file
 and the field; the commands call them all before their work starts.
 
@@ -23,8 +23,8 @@ from typing import Annotated, Any, Literal
 from megasim.app.calibrate.measurements import Micros, Run, check_run
 from megasim.app.catalog import SCENARIOS
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import read_json, read_json_lines
-from megasim.contract.schema import Items, Str, Text, float_in, int_in, parse
+from megasim.io.files import read_json, read_json_lines
+from megasim.io.schema import Items, Str, Text, float_in, int_in, parse
 
 COMMITTED_RAW = SCENARIOS / "calibrations" / "raw"
 OUT = Path("out") / "calibrate"

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from megasim.app.calibrate.jobs import progress
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.interpreter import RunConfig
 
 TARGET = 0.08

@@ -24,7 +24,7 @@ from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import existing_file
+from megasim.io.files import existing_file
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.app.catalog import SCENARIOS, load_gpu
 from megasim.contract.records import records_from_dicts
@@ -263,7 +263,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
               + _interval_section(interval) + _profile_section(profile))
     if micro is not None:
         extra += _dispatch_section(micro, spec)
-    from megasim.contract.files import write_then_rename
+    from megasim.io.writing import write_then_rename
     with write_then_rename(out / "results" / "calibration" / f"calibration_predictions_{gpu}.json") as tmp:
         tmp.write_text(json.dumps({"profile": str(profile_path), "measurements": str(measurements),
                                    "summary": summary, "rows": rows}, indent=1, default=float))

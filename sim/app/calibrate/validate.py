@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.app.calibrate.jobs import largest_first, progress
 from megasim.app.calibrate.metrics import DECIDED_MARGIN, SPEARMAN_MIN_MAPPINGS, decided_winners
 from megasim.app.calibrate.predict import (graph_of, mapping_of, predict_fused, predict_kernel, predict_kernel_in_graph,

@@ -15,7 +15,7 @@ from argparse import Namespace
 from pathlib import Path
 
 from megasim.contract import ranking
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.errors import MegasimError
 
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 
 
 @dataclass

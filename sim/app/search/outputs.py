@@ -16,8 +16,7 @@ import csv
 import json
 from pathlib import Path
 
-from megasim.contract.files import write_then_rename
-from megasim.contract.writing import make_folders
+from megasim.io.writing import make_folders, write_then_rename
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make, validate
 from megasim.contract.mapping.io import save_mapping

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.files import write_then_rename
+from megasim.io.writing import write_then_rename
 from megasim.contract.problem import Layer, Partition
 
 SCHEMA = 1
@@ -210,7 +210,7 @@ class Schedules:
         return self.cached(shape, gpu)
 
     def cached(self, shape, gpu: str) -> Schedule | None:
-        from megasim.contract.files import read_json
+        from megasim.io.files import read_json
         from megasim.gpu.backend import kernel_build_hash
         path = self.cache_path(shape, gpu)
         if not path.exists():

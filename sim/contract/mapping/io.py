@@ -21,12 +21,13 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from megasim.contract.files import read_json, write_then_rename
+from megasim.io.files import read_json
+from megasim.io.writing import write_then_rename
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
-from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
+from megasim.contract.problem import VARIANTS, Dimension, Layer, Partition, WinogradVariant
 from megasim.contract.scheduling import MODES, check_mode
-from megasim.contract.schema import Dimension, Int64, Items, Text, one_of, parse
+from megasim.io.schema import Int64, Items, Text, one_of, parse
 
 SCHEMA = 1
 

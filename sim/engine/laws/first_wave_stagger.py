@@ -16,7 +16,7 @@ import numpy as np
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import blocks_per_sm
 from megasim.contract.spec import OpName
-from megasim.contract.schema import float_in
+from megasim.io.schema import float_in
 from megasim.engine.laws.base import Law, law
 
 

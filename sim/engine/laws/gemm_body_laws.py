@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.schema import Text, float_in
+from megasim.io.schema import Text, float_in
 from megasim.engine.laws.base import Law, law
 
 GemmLawTerm = Literal["compute_efficiency", "step_cycles", "block_fixed_cycles"]

@@ -11,7 +11,7 @@ it reports the path to the first bad value (`model.compute_efficiency.gemm`),
 and `parse` turns that report into the one line the CLI prints, naming the
 file, the field and the value. Importing it and building its schemas costs
 0.13 s of CPU, more than the rest of `megasim simulate`'s own start-up,
-so `parse` first asks `megasim.contract.accept`, which takes only the plain
+so `parse` first asks `megasim.io.accept`, which takes only the plain
 common case (exact types, in range, short lists) and hands everything else to
 pydantic; a good committed file is checked without pydantic, a bad one is
 refused by pydantic with its message.
@@ -26,9 +26,8 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Iterable
 
-from megasim.contract.accept import REFUSED, accept
-from megasim.contract.errors import MegasimError
-from megasim.contract.problem import INT32_LIMIT
+from megasim.io.accept import REFUSED, accept
+from megasim.io.errors import MegasimError
 
 INT64_LIMIT = 2**63
 _BOUNDS = ("ge", "gt", "le", "lt")
@@ -47,7 +46,7 @@ class Number:
         return {k: getattr(self, k) for k in _BOUNDS if getattr(self, k) is not None}
 
     def accepts(self, value) -> bool:
-        """For `megasim.contract.accept`: `value`, already of `kind`, within the bounds."""
+        """For `megasim.io.accept`: `value`, already of `kind`, within the bounds."""
         if self.kind is float and not math.isfinite(value):
             return False
         return ((self.ge is None or value >= self.ge) and (self.gt is None or value > self.gt)
@@ -123,7 +122,6 @@ def one_of(values: Iterable):
     return Annotated[int, OneOf(tuple(values))]
 
 
-Dimension = Annotated[int, Number(int, gt=0, lt=INT32_LIMIT)]
 Int64 = Annotated[int, Number(int, ge=-INT64_LIMIT, lt=INT64_LIMIT)]
 Text = Annotated[str, Str()]
 

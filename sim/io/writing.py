@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from megasim.contract.errors import MegasimError
+from megasim.io.errors import MegasimError
 
 
 @dataclass

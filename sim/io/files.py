@@ -1,12 +1,12 @@
-"""File helpers every layer uses: TOML and JSON reading with one-line errors, and write-then-rename.
+"""Reading input files: TOML, JSON and JSON lines, with one-line errors.
 
 Files are read as bytes and decoded here, so a file that is not UTF-8 is one error naming the
 file and the offset of the first bad byte, never a UnicodeDecodeError from deep in a parser.
 Only regular files are read: a FIFO would wait for a writer forever, a device may never end, and a
 folder is not a file, so each is refused by `regular_file` before the first byte is read.
 
-Write-then-rename means an interrupted or failed write leaves nothing half-written; it lives in
-`megasim.contract.writing` with the checks every output gets before a command starts.
+Writing is `megasim.io.writing`'s: checked before the work, written then renamed, so an interrupted or
+failed write leaves nothing half-written.
 """
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from megasim.contract.errors import MegasimError
-from megasim.contract.writing import special_kind
-from megasim.contract.writing import write_then_rename  # noqa: F401  (re-exported: every writer imports it here)
+from megasim.io.errors import MegasimError
+from megasim.io.writing import special_kind
 
 
 def _refuse_unless_regular(who, mode: int) -> None:

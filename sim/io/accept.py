@@ -1,6 +1,6 @@
 """The plain common case of a load-time check, accepted without pydantic.
 
-`megasim.contract.schema` declares what every input file may hold, and
+`megasim.io.schema` declares what every input file may hold, and
 pydantic checks it and words the errors; but importing pydantic and building
 its schemas costs about 0.1 s of CPU, paid on every `megasim simulate` for a
 spec and a profile that are nearly always fine. `accept` reads the same
