@@ -1,7 +1,7 @@
 """The short table `megasim simulate` prints.
 
 Plain text, like `megasim bench`'s table: a terminal library would cost the
-command more start-up time than the table is worth (docs/results/startup).
+command more start-up time than the table is worth (docs/results/engine_speed/startup.py).
 """
 from __future__ import annotations
 

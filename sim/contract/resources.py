@@ -149,7 +149,7 @@ def gemm_vector_loads(layer, part: Partition) -> tuple[bool, bool]:
 
 def warp_partition(layer, part: Partition, k_step: int = GEMM_K_STEP) -> Partition:
     """The partition a warp-body build uses: 128 output channels per GEMM task where K allows and the
-    warp tiling fits (the GEMM study's best shape: docs/results/gemm_v2_h200/adopt_h200.json), else `part`."""
+    warp tiling fits (the GEMM study's best shape: docs/results/bench_h200/warp_gemm/adopt_h200.json), else `part`."""
     if layer.k >= 128 and part.gemm_k_per_task != 128:
         wide = replace(part, gemm_k_per_task=128)
         if gemm_warp_tiled(layer, wide, k_step):

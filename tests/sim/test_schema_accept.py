@@ -1,6 +1,6 @@
 """`megasim.io.accept` takes a subset of what pydantic takes, and builds what pydantic builds.
 
-It checks plainly valid files without importing pydantic (docs/results/startup), so it must never let
+It checks plainly valid files without importing pydantic (docs/results/engine_speed/startup.py), so it must never let
 through a value pydantic refuses, nor return a different value (an int where pydantic gives a float,
 a list where it gives a tuple). Checked on every committed file, which it must take (or the default
 `megasim simulate` imports pydantic again), and on generated values for every file shape and field type.

@@ -1,5 +1,5 @@
 """Start-up: what `megasim simulate --help` and the default `megasim simulate` load (not how long they take:
-the machines tests run on are shared; docs/results/startup/startup.py measures the time)."""
+the machines tests run on are shared; docs/results/engine_speed/startup.py measures the time)."""
 import json
 import subprocess
 import sys

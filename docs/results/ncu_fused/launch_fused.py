@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "write_traffic_h200"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from launch import case_row  # noqa: E402
 
 CASES = ["DenseNet", "VGG-1", "VGG-2", "YOLOv3-1", "ResNet-1", "ResNet-2", "ResNet-3", "ResNet-4", "YOLOv3-4",

@@ -31,7 +31,7 @@ from megasim.contract.problem import OP_NAMES, Op
 def launch_gap_us(boundary_us: float, dispatch_latency_cycles: float | None, clock_mhz: float) -> float:
     """`launch_overhead_us` from an in-graph kernel boundary: the microbenchmark's slope per launch is what it
     takes from one kernel's last block ending to the next one's first block *starting* (measured on an H200,
-    0.74-0.93 us whatever ran before: docs/results/launch_gap). The engine waits `launch_overhead_us` and then
+    0.74-0.93 us whatever ran before: docs/results/graph_timing_h200). The engine waits `launch_overhead_us` and then
     dispatches, and the block starts `tb_dispatch_latency_cycles` later, so the boundary less that latency is
     the launch gap; charging the whole boundary counted the dispatch latency twice (docs/decisions.md)."""
     latency_us = (dispatch_latency_cycles or 0) / clock_mhz

@@ -1,6 +1,6 @@
 """Compile every kernel build `megasim bench --layer all` will ask for, in parallel, into CuPy's disk cache.
 
-    python docs/results/bench_v3_h200/precompile.py WORKERS [LAYER...]
+    python docs/results/bench_h200/precompile.py WORKERS [LAYER...]
 
 On a fresh device machine bench spends most of its time in nvcc, one build at a time; the cache makes its
 later compiles hits. Timings are unaffected: bench still compiles (or loads) every build itself.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # megasim bench --network on a device machine, beside megasim simulate --network of the same networks.
-#     bash docs/results/network_h200/run.sh OUT [NETWORK...]       (default: resnet34 resnet50 vgg16)
+#     bash docs/results/bench_h200/networks/run.sh OUT [NETWORK...]       (default: resnet34 resnet50 vgg16)
 # Carried wheels (.whl/) go to /tmp/site as .ci/device_site.sh lays them out. Each network's bench is time-boxed so the
 # call stays under the device's 600 s; what finished is in OUT.
 OUT=${1:?usage: run.sh OUT [NETWORK...]}; shift
 NETS=${*:-resnet34 resnet50 vgg16}
-cd "$(dirname "$0")/../../.."
+cd "$(dirname "$0")/../../../.."
 source .ci/device_site.sh || exit 1
 export CUPY_CACHE_DIR=/tmp/cupy_cache
 mkdir -p "$OUT"

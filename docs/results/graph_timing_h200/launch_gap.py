@@ -1,6 +1,6 @@
 """How long a kernel boundary costs inside a CUDA graph, as a function of how long the kernel before it runs.
 
-    python3 docs/results/launch_gap/launch_gap.py OUT_DIR      (on a GPU; needs only CuPy and NumPy)
+    python3 docs/results/graph_timing_h200/launch_gap.py OUT_DIR      (on a GPU; needs only CuPy and NumPy)
 
 The profiles' `launch_overhead_us` is the microbenchmark's gap between back-to-back *empty* 132-block
 kernels in a graph (last block end to next first block start, %globaltimer). With empty kernels the

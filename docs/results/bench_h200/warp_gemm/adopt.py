@@ -1,7 +1,7 @@
 """The warp-tiled GEMM inside the kernels: every paper layer at its table partition and, where K >= 128,
 at 128 output channels per GEMM task (the shape the GEMM study found best).
 
-    python docs/results/gemm_v2_h200/adopt.py OUT.json
+    python docs/results/bench_h200/warp_gemm/adopt.py OUT.json
 
 Per layer and partition: `bench_layer` without baselines or other variants (F(4x4), paper default
 mapping, median of 20, rotated inputs): fused in each mode, non-fused (each kernel alone and

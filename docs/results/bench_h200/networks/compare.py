@@ -1,6 +1,6 @@
 """Measured network totals (`bench --network`) beside the simulator's (`simulate --network`), per network.
 
-    python docs/results/network_h200/compare.py [RESULTS_DIR]
+    python docs/results/bench_h200/networks/compare.py [RESULTS_DIR]
 
 Prints one markdown row per network: fused and non-fused totals measured and predicted, the speedup both
 ways, and on how many distinct layers the per-layer winner (fused or non-fused) is called right.

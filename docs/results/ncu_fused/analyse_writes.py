@@ -1,6 +1,6 @@
-"""Per case and kernel: Nsight Compute's DRAM traffic and time (run.sh) beside the bytes the task graph writes.
+"""Per case and kernel: Nsight Compute's DRAM traffic and time (ncu_writes.sh) beside the bytes the task graph writes.
 
-    python docs/results/write_traffic_h200/analyse.py docs/results/write_traffic_h200
+    python docs/results/ncu_fused/analyse_writes.py docs/results/ncu_fused/h200/writes
 
 Reads `ncu.csv` and `cases.json` from the folder, writes `traffic.md` there.
 """
@@ -30,11 +30,11 @@ def main(folder: Path) -> int:
     cases = json.loads((folder / "cases.json").read_text())
     launches = kernels(folder)
     assert len(launches) == len(KERNELS) * len(cases), len(launches)
-    gpu = "H100" if folder.name == "h100" else "H200"
+    gpu = "H100" if folder.resolve().parent.name == "h100" else "H200"
     lines = [f"# DRAM write traffic: the megakernel and the non-fused kernels ({gpu}, Nsight Compute)", "",
              "Per launch: time, DRAM bytes written and read (`dram__bytes_write.sum`, `dram__bytes_read.sum`), DRAM "
              "throughput as a share of its sustained peak, and the bytes the task graph's blocks write (what the "
-             "simulator charges as write-back). `python docs/results/write_traffic_h200/analyse.py "
+             "simulator charges as write-back). `python docs/results/ncu_fused/analyse_writes.py "
              f"{folder.as_posix()}`.", "",
              "| case | kernel | us | DRAM written MB | graph writes MB | written / graph | DRAM read MB | DRAM % of peak |",
              "|---|---|---|---|---|---|---|---|"]

@@ -1,9 +1,10 @@
-"""Launch each case's megakernel and its four non-fused kernels once, for Nsight Compute to measure (run.sh).
+"""Launch each case's megakernel and its four non-fused kernels once, for Nsight Compute to measure (ncu_writes.sh).
 
-    python docs/results/write_traffic_h200/launch.py OUT [GPU]     # on the device, under ncu (run.sh; GPU h200)
+    python docs/results/ncu_fused/launch.py OUT [GPU]     # on the device, under ncu (ncu_writes.sh; GPU h200)
 
 Writes `cases.json` in OUT: per case, the order its kernels were launched in and, from the task graph, the bytes
-each stage writes and reads (what the simulator charges), for `analyse.py` to set against ncu's DRAM counters.
+each stage writes and reads (what the simulator charges), for `analyse_writes.py` to set against ncu's DRAM
+counters. `case_row` is shared with `launch_fused.py`.
 """
 import json
 import sys
@@ -29,7 +30,7 @@ def per_op(graph, values) -> dict:
 
 
 def case_row(name: str, graph, **extra) -> dict:
-    """A `cases.json` row of the later Nsight Compute calls (the transforms' and the megakernels', docs/results/ncu_fused): the
+    """A `cases.json` row of the later Nsight Compute calls (the transforms' and the megakernels', launch_fused.py): the
     case, its partition, `extra`, and per task type its blocks and the bytes it reads and writes."""
     from dataclasses import asdict
     read, written = graph.bytes_per_task()

@@ -1,6 +1,6 @@
 """Each non-fused kernel timed inside a CUDA graph, on the 13 paper layers and the 150 corpus shapes.
 
-    python docs/results/kernel_graph_times_h200/measure.py OUT [GPU] [WORKERS] [BUDGET_S]
+    python docs/results/graph_timing_h200/measure.py OUT [GPU] [WORKERS] [BUDGET_S]
 
 Stage 2 of the calibration fits each task type on the non-fused kernels' times. Those came from events
 recorded between eager launches, and on small shapes Python issues a launch more slowly than the GPU runs

@@ -1,6 +1,6 @@
 """Start-up cost of `megasim`: process CPU seconds before any simulating starts.
 
-    python docs/results/startup/startup.py [--runs 15]
+    python docs/results/engine_speed/startup.py [--runs 15]
 
 Each figure is the median (and the minimum), over --runs fresh processes, of the child's user +
 system CPU seconds (the operating system's accounting, from os.wait4), so another process on the machine
