@@ -13,6 +13,7 @@ from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_a
                                   options_from_args)
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import DEFAULT_POLICY, MODES
+from megasim.contract.resources import GEMM_BODIES
 
 
 def _layer(args):
@@ -58,9 +59,15 @@ def cmd_simulate(args) -> int:
     from megasim.engine.simulate import simulate
     gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
+    if args.gemm != "generic":
+        from megasim.contract.build import Build, build_partition
+        widened = build_partition(layer, Build(gemm=args.gemm), partition)
+        if widened != partition:
+            partition_source += f", widened for the {args.gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
+        partition = widened
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, args.gemm)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
     call = None
     if intervals:
@@ -265,6 +272,9 @@ def _simulate_parser(sub):
                                                    "figures only: no profile unless --profile)")
     add_policy_args(sim)
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
+    sim.add_argument("--gemm", choices=GEMM_BODIES, default="generic",
+                     help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
+                          "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it)")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg; "

@@ -17,8 +17,9 @@ rewrites it). nvcc's offline ptxas allocates differently for a quarter of the
 kernels, enough to change 14 of 1,490 occupancies. A build is its partition
 and its `Flavor`: the Winograd variant and whether the GEMM loads C and K rows
 16 bytes at a time change the code, and its registers with it (a C = 3 layer's scalar GEMM takes 162 where the
-vector one takes 117: three blocks an SM, not four). A flavor outside the
-table takes its partition's F(4), vector-load figures; a partition outside it
+vector one takes 117: three blocks an SM, not four), and so does the GEMM body.
+A warp-body flavor outside the table takes the generic body's figures of its
+variant; another flavor outside it its partition's F(4), vector-load figures; a partition outside it
 (another k step, a hand-made partition) the per-stage `ESTIMATED_REGISTERS`.
 """
 from __future__ import annotations
@@ -60,22 +61,24 @@ class StageResources:
 
 @dataclass(frozen=True)
 class Flavor:
-    """What besides the partition a build compiles differently: the variant F(m x m, 3 x 3) and whether the
-    GEMM loads C and K rows 16 bytes at a time (`gemm_vector_loads`: MS_VEC_C, MS_VEC_K)."""
+    """What besides the partition a build compiles differently: the variant F(m x m, 3 x 3), whether the
+    GEMM loads C and K rows 16 bytes at a time (`gemm_vector_loads`: MS_VEC_C, MS_VEC_K), and the GEMM
+    task's body (`GEMM_BODIES`)."""
 
     m: int = 4
     vector_c: bool = True
     vector_k: bool = True
+    gemm: str = "generic"
 
     @staticmethod
-    def of(layer, variant, part: Partition) -> "Flavor":
-        """The flavor of the build of `layer` under `variant` (a WinogradVariant) and `part`."""
-        return Flavor(variant.m, *gemm_vector_loads(layer, part))
+    def of(layer, variant, part: Partition, gemm: str = "generic") -> "Flavor":
+        """The flavor of the build of `layer` under `variant` (a WinogradVariant), `part` and GEMM body."""
+        return Flavor(variant.m, *gemm_vector_loads(layer, part), gemm)
 
     @staticmethod
-    def of_graph(graph) -> "Flavor":
-        """The flavor of a TaskGraph's build."""
-        return Flavor.of(graph.layer, graph.variant, graph.partition)
+    def of_graph(graph, gemm: str = "generic") -> "Flavor":
+        """The flavor of a TaskGraph's build with GEMM body `gemm`."""
+        return Flavor.of(graph.layer, graph.variant, graph.partition, gemm)
 
 
 DEFAULT_FLAVOR = Flavor()
@@ -130,14 +133,17 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
     return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
 
 
-def gemm_body(layer, part: Partition) -> str:
-    """The shape of the GEMM code a default build runs for this layer and partition, as the law `gemm_body_laws`
+def gemm_body(layer, part: Partition, gemm: str = "generic") -> str:
+    """The shape of the GEMM code a build runs for this layer and partition, as the law `gemm_body_laws`
     names it: the block's threads, each thread's register block, and "-scalar" where it loads its tiles a
     float at a time, synchronously (C or K not a multiple of 4: MS_VEC_C, MS_VEC_K), instead of by 16-byte
-    cp.async; e.g. "t128-8x8". What a block costs beyond its FLOPs differs with them (the 8 x 8 block's
-    epilogue writes twice the outputs), so each has its own law. Every calibration measurement ran the
-    generic body (`KernelConfig.gemm`), so the warp-tiled build has no law of its own."""
+    cp.async; e.g. "t128-8x8" for the generic body and "w128-8x8" for the warp-tiled one (`gemm_warp.cuh`,
+    always vector loads). What a block costs beyond its FLOPs differs with them (the 8 x 8 block's epilogue
+    writes twice the outputs; the warp tiling reads shared memory without bank conflicts), so each has its
+    own law."""
     plan = gemm_plan(part)
+    if gemm == "warp":
+        return f"w{part.threads}-{plan.tm}x{plan.tn}"
     return f"t{part.threads}-{plan.tm}x{plan.tn}" + ("" if all(gemm_vector_loads(layer, part)) else "-scalar")
 
 
@@ -182,13 +188,15 @@ def gemm_ring(part: Partition, k_step: int = GEMM_K_STEP) -> tuple[int, int]:
 
 
 def partition_key(part: Partition, flavor: Flavor = DEFAULT_FLAVOR) -> str:
-    """The register table's key: the partition's fields in a fixed order, and the flavor."""
-    return json.dumps([part.to_dict(), flavor.m, flavor.vector_c, flavor.vector_k], sort_keys=True)
+    """The register table's key: the partition's fields in a fixed order, and the flavor (its GEMM body only
+    where it is not the generic one, so the generic rows keep their keys)."""
+    body = [flavor.gemm] if flavor.gemm != "generic" else []
+    return json.dumps([part.to_dict(), flavor.m, flavor.vector_c, flavor.vector_k, *body], sort_keys=True)
 
 
 def flavor_of_row(row: dict) -> Flavor:
-    """A table row's flavor (rows without the fields are F(4) with vector loads)."""
-    return Flavor(row.get("variant", 4), *row.get("vector_loads", (True, True)))
+    """A table row's flavor (rows without the fields are F(4) with vector loads and the generic body)."""
+    return Flavor(row.get("variant", 4), *row.get("vector_loads", (True, True)), row.get("gemm", "generic"))
 
 
 @lru_cache(maxsize=1)
@@ -200,7 +208,8 @@ def _register_table() -> dict:
 def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> int:
     """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as CuPy compiles it."""
     table = _register_table() if k_step == GEMM_K_STEP else {}
-    measured = table.get(partition_key(part, flavor)) or table.get(partition_key(part))
+    measured = (table.get(partition_key(part, flavor)) or table.get(partition_key(part, replace(flavor, gemm="generic")))
+                or table.get(partition_key(part)))
     if measured is not None:
         return measured[kernel]
     if kernel in ("gemm", "megakernel"):

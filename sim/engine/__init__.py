@@ -9,24 +9,24 @@ from megasim.contract.resources import Flavor, megakernel_resources, stage_resou
 from megasim.contract.scheduling import check_mode, ready_queue
 
 
-def fused_kernels(graph, mapping, mode: str = "static"):
+def fused_kernels(graph, mapping, mode: str = "static", gemm: str = "generic"):
     """The megakernel: every task in mapping order, one block shape (the max over stages).
 
     Its dependency counters are reset by a copy launched just before it, which the measured time holds.
-    `mode` is the scheduling mode (`megasim.contract.scheduling`).
+    `mode` is the scheduling mode (`megasim.contract.scheduling`), `gemm` the GEMM task's body.
     """
     check_mode(mode)
     ready = ready_queue(graph, mapping.order) if mode == "ready_queue" else None
-    resources = megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph))
+    resources = megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph, gemm))
     return [Kernel(mapping.order, resources, True, "megakernel", preceding_launches=1,
-                   persistent=mode == "persistent", ready=ready)]
+                   persistent=mode == "persistent", ready=ready, gemm=gemm)]
 
 
-def nonfused_kernels(graph):
+def nonfused_kernels(graph, gemm: str = "generic"):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier."""
-    flavor = Flavor.of_graph(graph)
-    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op])
-            for op in Op]
+    flavor = Flavor.of_graph(graph, gemm)
+    return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op],
+                   gemm=gemm) for op in Op]
 
 
 __all__ = ["COMPILED", "Kernel", "RawRun", "run_kernels", "fused_kernels", "nonfused_kernels"]

@@ -40,7 +40,7 @@ class BlockColumns:
     __slots__ = ("order", "sm", "t_dispatch", "t_start", "t_ready", "t_end", "blocked", "pending", "dram_bytes",
                  "fp", "moved", "written", "floor", "added", "scale", "op")
 
-    def __init__(self, order: np.ndarray, graph, gpu, work_scale: np.ndarray | None):
+    def __init__(self, order: np.ndarray, graph, gpu, work_scale: np.ndarray | None, gemm: str = "generic"):
         n = len(order)
         self.order = view(order.astype(np.int64, copy=False))
         self.sm = column(np.full(n, -1), np.int32)
@@ -49,16 +49,16 @@ class BlockColumns:
         self.blocked = bytearray(n)
         self.pending = bytearray(n)
         self.dram_bytes = column(np.zeros(n), np.float64)
-        self._block_work(order, graph, gpu, work_scale)
+        self._block_work(order, graph, gpu, work_scale, gemm)
 
-    def _block_work(self, order, graph, gpu, scale) -> None:
+    def _block_work(self, order, graph, gpu, scale, gemm: str) -> None:
         """A block's FP32 work (the FLOPs its code issues over its op's efficiency), the bytes it moves through
         L2 (reads and writes), its latency floor (one DRAM latency after its work began), its added latency,
         all scaled by its work factor; the factor itself for its DRAM bytes, which are known only when it runs."""
         op = graph.op[order]
         model = gpu.model
         if model.law("gemm_constants") is not None:
-            model = model.for_gemm_body(gemm_body(graph.layer, graph.partition))
+            model = model.for_gemm_body(gemm_body(graph.layer, graph.partition, gemm))
         one = 1.0 if scale is None else scale
         read, written = (x[order] for x in graph.bytes_per_task())
         added = block_latency_cycles(graph, model)[order]

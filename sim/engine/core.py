@@ -85,6 +85,7 @@ class Kernel:
     A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
+    `gemm` is the GEMM task's body its code runs (`megasim.contract.resources.GEMM_BODIES`).
     """
 
     tasks: np.ndarray
@@ -94,6 +95,7 @@ class Kernel:
     preceding_launches: int = 0
     persistent: bool = False
     ready: ReadyQueue | None = None
+    gemm: str = "generic"
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +128,7 @@ class _Machine:
         self.check_cost = model.wait_check_cycles
         self.dram_cost = [1.0 / model.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
-        self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op))
+        self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op), kernels[0].gemm)
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added

@@ -1,7 +1,8 @@
 """The SimPy engine behind the interpreter protocol (`megasim.contract.interpreter`).
 
-The GPU model and the dispatch policy (with its declared options) are the engine's own inputs, so they
-go to the constructor; a run is `run_kernels` over the launches `RunConfig.launch` names, its records
+The GPU model, the dispatch policy (with its declared options) and the GEMM task's body (as
+`megasim.gpu`'s CUDA interpreter takes it: a build option) are the engine's own inputs, so they go to the
+constructor; a run is `run_kernels` over the launches `RunConfig.launch` names, its records
 and times unchanged. A replayed trace places only the megakernel's blocks, so the non-fused kernels,
 which it does not cover, run under the default policy.
 """
@@ -20,18 +21,20 @@ class SimpyInterpreter:
 
     name = "simpy"
 
-    def __init__(self, gpu: GPUModel, policy: str = DEFAULT_POLICY, policy_options: dict | None = None):
+    def __init__(self, gpu: GPUModel, policy: str = DEFAULT_POLICY, policy_options: dict | None = None,
+                 gemm: str = "generic"):
         self.gpu = gpu
         self.policy = policy
         self.policy_options = policy_options
+        self.gemm = gemm
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
         policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
-            kernels = fused_kernels(graph, mapping, config.mode)
+            kernels = fused_kernels(graph, mapping, config.mode, self.gemm)
             gpu = gpu.for_megakernel()
         else:
-            kernels = [k for k in nonfused_kernels(graph) if config.launch in ("nonfused", k.name)]
+            kernels = [k for k in nonfused_kernels(graph, self.gemm) if config.launch in ("nonfused", k.name)]
             policy = (DEFAULT_POLICY, None) if self.policy == "replay" else policy
         raw = run_kernels(graph, kernels, gpu, *policy, seed=config.seed)
         to_us = self.gpu.cycles_to_us

@@ -63,6 +63,43 @@ class RunsFile:
     runs: Annotated[list[Run], Items(min_length=1)]
 
 
+@dataclass(kw_only=True)
+class MeasuredBuild(_MeasuredShape):
+    """One build `bench` timed whole (a row of `<gpu>_builds.json`): the problem, the mapping, the build's
+    axes (`megasim.contract.build.Build`), its split and its median time."""
+    strategy: Text
+    params: dict[Text, Any] = field(default_factory=dict)
+    launch: Literal["fused", "nonfused"]
+    mode: Text = "static"
+    gemm: Literal["generic", "warp"] = "generic"
+    split: Literal["train", "heldout"]
+    us: Micros
+
+
+@dataclass(kw_only=True)
+class BuildsFile:
+    __pydantic_config__ = {"extra": "allow"}
+    header: dict[Text, Any] = field(default_factory=dict)
+    builds: Annotated[list[MeasuredBuild], Items(min_length=1)]
+
+
+def load_builds(path) -> tuple[dict, list[dict]]:
+    """(header, rows) of a builds file, every row checked as a run is, and its build against the decision
+    space; anything wrong is one MegasimError naming the row."""
+    from megasim.contract.build import Build
+    doc = read_json(path)
+    if not isinstance(doc, dict) or "builds" not in doc:
+        raise MegasimError(f"{path}: not a builds file (a JSON object with \"builds\": [...], one per timed build)")
+    parse(BuildsFile, doc, str(path))
+    for i, row in enumerate(doc["builds"]):
+        check_run(row, f"{path}: builds[{i}]")
+        try:
+            Build(row["launch"], row.get("variant", 4), row.get("mode", "static"), row.get("gemm", "generic"))
+        except MegasimError as exc:
+            raise MegasimError(f"{path}: builds[{i}]: {exc}") from None
+    return doc.get("header", {}), doc["builds"]
+
+
 def load_runs(path) -> tuple[dict, list[dict]]:
     """(header, runs) of a runs file, every run checked; anything wrong is one MegasimError naming the run."""
     doc = read_json(path)

@@ -39,7 +39,8 @@ def raw_paths(raw_dir, gpu: str) -> dict:
     raw = Path(raw_dir)
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
             "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
-            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu)}
+            "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu),
+            "builds": raw / f"{gpu}_builds.json"}
 
 
 def calibrate_defaults(args) -> None:

@@ -16,7 +16,9 @@ from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.fused_dram import USABLE_L2
 from megasim.app.calibrate.jobs import progress as progress_bar
-from megasim.app.calibrate.measurements import attach_graph_kernels, load_runs
+from megasim.app.calibrate.body_law import fit_warp_laws
+from megasim.app.calibrate.builds import validate_builds
+from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
 from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, corpus_runs, load_corpus, load_micro,
                                        load_raw_trace, raw_paths)
@@ -90,15 +92,14 @@ def _provenance(files: list[Path], header: dict, out, gpu: str | None = None) ->
 
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "resident",
                 trace_sample=None) -> CalibrationProfile:
-    """Stages 1-3 on the raw measurements in `raw_dir`; writes the profile to `out`.
+    """Stages 1-4 on the raw measurements in `raw_dir` (4: the warp GEMM body's laws, `body_law`); writes `out`.
 
-    With `sharing = "resident"` (the law `resident_sharing`) the per-block traces give what the fit would otherwise
-    search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so stage 3
-    fits only the usable L2) and the GEMM's constants (from `trace_sample`, by default
-    `<gpu>_trace_sample.npz`) and the output transform's efficiency and latencies (the same sample's output
-    block law), so stage 2 fits the other transforms and the output's DRAM access efficiency alone
-    (docs/decisions.md, "The resident form" and "The output transform from its block law"). A GPU whose megakernel DRAM reads were counted has its
-    usable L2 pinned from them (`fused_dram.USABLE_L2`): stage 3 then fits at most the block overhead."""
+    With `sharing = "resident"` (the law `resident_sharing`) the per-block traces give what the fit would
+    otherwise search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so
+    stage 3 fits only the usable L2), the GEMM's constants (from `trace_sample`, by default `<gpu>_trace_sample.npz`)
+    and the output transform's laws (the same sample's), so stage 2 fits the other transforms and the output's DRAM
+    access efficiency alone (decisions.md, "The resident form", "The output transform from its block law"). A
+    usable L2 read off DRAM counters is pinned (`fused_dram.USABLE_L2`): stage 3 then fits at most the overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = load_micro(paths["micro"])
@@ -106,6 +107,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     corpus = corpus_runs(paths["corpus"])
     graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
+    builds = load_builds(paths["builds"])[1] if sharing == "resident" and paths["builds"].exists() else []
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
     if trace is not None:
@@ -135,14 +137,17 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         spec2 = spec1.with_model(compute_efficiency={**spec1.model.compute_efficiency, **eff},
                                  dram_access_efficiency=dram, step_cycles=step, block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
-    log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
+        log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
+        warp, stage4 = fit_warp_laws(builds, spec2.with_model(**fused), pool=pool, log=log)
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={"laws": [law.name for law in spec1.model.laws], **model, "compute_efficiency": eff,
-               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused},
+               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused, **warp},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
-                                *([paths["trace"], sample] if pinned else [])], header, out, spec.name),
-        fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4)})
+                                *([paths["trace"], sample] if pinned else []), *([paths["builds"]] if builds else [])],
+                               header, out, spec.name),
+        fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4),
+             **({"stage4_rms_log_error": stage4} if stage4 else {})})
     save_profile(profile, out)
     return profile
 
@@ -232,6 +237,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     paths = raw_paths(raw, gpu)
     attach_graph_kernels(runs, paths["kernel_graph"])
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
+    builds = load_builds(paths["builds"])[1] if paths["builds"].exists() else []
     micro = load_micro(paths["micro"]) if paths["micro"].exists() else None
     corpus_lines = load_corpus(paths["corpus"]) if corpus and paths["corpus"].exists() else None
     replay_inputs = load_replay_inputs(raw, gpu) if same_gpu else None
@@ -243,15 +249,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     report_path = Path(report) if report else out / "calibration.md"
     figures = {"scatter": out / f"figures/calibration_scatter_{gpu}.png"}
     plot_scatter(rows, figures["scatter"], gpu)
-    extra = []
-    if trace is not None:
-        from megasim.app.overlay import plot_overlay
-        run = {**trace, "split": "trace"}
-        sim_rec = simulated_records(run, spec)
-        figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
-        plot_overlay(records_from_dicts(trace["records"]), sim_rec, figures["overlay"], num_sms=spec.sm_count)
-        extra += [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
-                  f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
+    extra = _overlay_section(trace, spec, out, gpu, report_path, figures) if trace is not None else []
     corpus_rows = None
     if corpus_lines is not None:
         lines, corpus_rows = validate_corpus(spec, gpu, paths["corpus"], out, jobs, log, progress, corpus_lines)
@@ -259,6 +257,8 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     replay, replayed = (validate_replay(spec, gpu, raw, out, log, progress, replay_inputs) if replay_inputs
                         else ([], None))
     extra += replay
+    extra += validate_builds(builds, spec, jobs, out / "results" / "calibration" / f"builds_predictions_{gpu}.json",
+                             str(profile_path)) if builds else []
     extra += (_kernel_section(rows) + _winner_margins(rows, summary) + reach_section(rows, corpus_rows)
               + _interval_section(interval) + _profile_section(profile))
     if micro is not None:
@@ -275,6 +275,16 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
                  extra)
     log(f"wrote {report_path}")
     return {**summary, "replay": replayed} if replayed else summary
+
+
+def _overlay_section(trace: dict, spec, out: Path, gpu: str, report_path: Path, figures: dict) -> list[str]:
+    """The traced launch's per-block timeline beside its simulation (a figure added to `figures`)."""
+    from megasim.app.overlay import plot_overlay
+    sim_rec = simulated_records({**trace, "split": "trace"}, spec)
+    figures["overlay"] = out / f"figures/calibration_trace_{gpu}.png"
+    plot_overlay(records_from_dicts(trace["records"]), sim_rec, figures["overlay"], num_sms=spec.sm_count)
+    return [f"## Per-block timeline: {trace['layer']['name']}, measured against simulated", "",
+            f"![trace overlay]({_link(figures['overlay'], report_path)})", ""]
 
 
 def _link(figure: Path, report: Path) -> str:

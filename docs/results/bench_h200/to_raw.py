@@ -1,0 +1,65 @@
+"""Every build `megasim bench` timed on the paper layers, as one raw calibration file.
+
+    python docs/results/bench_h200/to_raw.py --gpu h200   # writes scenarios/calibrations/raw/<gpu>_builds.json
+
+Reads this folder's `bench_<layer>.json` and writes one row per timed build: the layer, its partition and
+mapping, the build (`megasim.contract.build.Build`: launch, variant, mode, GEMM body) and its median time. A
+non-fused build's time is its graph-captured launch sequence (`nonfused-graph`, `nonfused-warp-graph`), the
+only non-fused time the warp body has. A layer is held out where the calibration runs hold it out whole
+(ResNet-3, VGG-2, YOLOv3-2), so the warp body's laws, fitted on the training layers, are judged on these.
+"""
+import argparse
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RAW = HERE.parents[2] / "scenarios" / "calibrations" / "raw"
+HELDOUT = ("ResNet-3", "VGG-2", "YOLOv3-2")
+
+
+def parse(key: str, main: int):
+    """(launch, variant, mode, gemm) of a bench timing key, or None for a key that is not a build."""
+    if key in ("nonfused-graph", "nonfused-warp-graph"):
+        return "nonfused", main, "static", "warp" if "warp" in key else "generic"
+    parts = key.split("-")
+    if parts[0] != "fused" or "raw" in parts:
+        return None
+    parts = parts[1:]
+    variant = int(parts.pop()[1:]) if parts and parts[-1][:1] == "f" and parts[-1][1:].isdigit() else main
+    gemm = "warp" if parts[:1] == ["warp"] else "generic"
+    parts = parts[1:] if gemm == "warp" else parts
+    mode = "_".join(parts) if parts else "static"
+    return "fused", variant, mode, gemm
+
+
+def main(gpu: str) -> None:
+    rows, header = [], None
+    for path in sorted(HERE.glob("bench_*.json")):
+        doc = json.loads(path.read_text())
+        header = header or doc["header"]
+        for entry in doc["layers"]:
+            for key, timing in entry["timings"].items():
+                build = parse(key, entry["variant"])
+                if build is None or not timing or timing.get("median_us") is None:
+                    continue
+                check = entry["checks"].get(key, {})
+                if check.get("nan_count"):
+                    continue
+                launch, variant, mode, gemm = build
+                part = entry.get("gemm_partitions", {}).get(key, entry["partition"])
+                rows.append({"layer": entry["layer"], "partition": part, "strategy": entry["mapping"]["strategy"],
+                             "params": entry["mapping"]["params"], "launch": launch, "variant": variant,
+                             "mode": mode, "gemm": gemm, "us": round(timing["median_us"], 3),
+                             "split": "heldout" if entry["layer"]["name"] in HELDOUT else "train"})
+    out = {"header": {k: header[k] for k in ("device", "git_commit", "kernel_build", "date_utc", "reps")}
+           | {"source": "docs/results/bench_h200/bench_<layer>.json, by docs/results/bench_h200/to_raw.py"},
+           "builds": rows}
+    target = RAW / f"{gpu}_builds.json"
+    target.write_text(json.dumps(out, indent=0) + "\n")
+    print(f"{len(rows)} builds of {len({r['layer']['name'] for r in rows})} layers -> {target}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpu", default="h200", help="the GPU the bench files were measured on")
+    main(parser.parse_args().gpu)

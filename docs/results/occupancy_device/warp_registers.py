@@ -1,0 +1,65 @@
+"""Registers, static shared memory and the driver's blocks per SM of every warp-tiled GEMM build of the paper
+layers, beside the generic build of the same partition, as CuPy compiles them (NVRTC, sm_90).
+
+    python docs/results/occupancy_device/warp_registers.py OUT [WORKERS]   # on a device, after .ci/device_site.sh
+
+A warp build is the layer's H200 partition widened by `megasim.contract.resources.warp_partition`, in F(2),
+F(4) and F(6), where `gemm_warp_tiled` allows; the register plan (`sim/contract/kernel_registers.json`) keys
+its rows by the GEMM body too, so the simulator sizes a warp build's SM slots with its own registers.
+Writes OUT/warp_usage.json: per build, each kernel's [registers, static shared bytes, driver blocks per SM].
+"""
+import json
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+
+def builds() -> list:
+    from megasim.app.catalog import layer_names, load_layer, partition_for
+    from megasim.contract.problem import VARIANTS
+    from megasim.contract.resources import gemm_warp_tiled, warp_partition
+    out = []
+    for name in layer_names()[:13]:
+        layer = load_layer(name)
+        part = warp_partition(layer, partition_for(layer, "h200"))
+        if gemm_warp_tiled(layer, part):
+            out += [(layer, m, part, gemm) for m in VARIANTS for gemm in ("warp", "generic")]
+    return out
+
+
+def one(job):
+    layer, m, part, gemm = job
+    import cupy as cp
+    from megasim.contract.problem import WinogradVariant
+    from megasim.gpu.backend import KERNEL_FUNCTIONS, KernelConfig, module
+    from megasim.gpu.megakernel import device_blocks_per_sm
+    built = module(KernelConfig(layer, WinogradVariant(m), part, gemm=gemm))
+    usage = {}
+    for kernel, name in KERNEL_FUNCTIONS.items():
+        fn = built.function(name)
+        usage[kernel] = [fn.attributes["num_regs"], fn.attributes["shared_size_bytes"],
+                         device_blocks_per_sm(cp, fn, part.threads)]
+    return {"layer": layer.name, "shape": [layer.n, layer.c, layer.h, layer.w, layer.k], "variant": m,
+            "gemm": gemm, "partition": part.to_dict(), "usage": usage}
+
+
+def main(out: Path, workers: int) -> None:
+    todo = builds()
+    t0 = time.time()
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        rows = list(pool.map(one, todo))
+    import cupy as cp
+    from megasim.gpu.backend import compiler_id
+    doc = {"compiler": compiler_id(), "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+           "about": "per build: kernel -> [registers, static smem bytes, driver blocks/SM]", "builds": rows}
+    (out / "warp_usage.json").write_text(json.dumps(doc, indent=0) + "\n")
+    for r in rows:
+        print(r["layer"], f"F{r['variant']}", r["gemm"], {k: v[0] for k, v in r["usage"].items()},
+              "blocks/SM", r["usage"]["megakernel"][2], r["usage"]["gemm"][2])
+    print(f"{len(rows)} builds in {time.time() - t0:.0f} s, {doc['compiler']}, {doc['device']}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 12)

@@ -1,0 +1,97 @@
+"""Builds measured whole: the raw file of every build `bench` timed, predicted build by build.
+
+`<gpu>_builds.json` (raw, next to the runs) holds, per paper layer, the time of each build of the decision
+space (`megasim.contract.build`) that `bench` measured at the layer's own partition and mapping. It serves
+two things the calibration runs (generic body, static F(4)) cannot: the warp-tiled GEMM body's laws
+(`body_law`), and the question the simulator exists to answer, which build to run: `pick_rows` ranks every
+measured build of a layer by its prediction and reports the measured time of the pick against the fastest
+measured (the *regret* of following the model).
+"""
+from __future__ import annotations
+
+from megasim.app.calibrate.predict import graph_of, mapping_of
+from megasim.contract.build import Build
+from megasim.contract.interpreter import RunConfig
+from megasim.engine.interpreter import SimpyInterpreter
+
+
+def build_of(row: dict) -> Build:
+    return Build(row["launch"], row["variant"], row["mode"], row["gemm"])
+
+
+def predict_build(row: dict, spec) -> float:
+    """What the model predicts for the build a row measured, on its partition and mapping."""
+    engine = SimpyInterpreter(spec, gemm=row["gemm"])
+    if row["launch"] == "fused":
+        return engine.run(graph_of(row), mapping_of(row), RunConfig(mode=row["mode"])).time_us
+    return engine.run(graph_of(row), None, RunConfig(launch="nonfused")).time_us
+
+
+def _predict_job(job) -> float:
+    row, spec = job
+    return predict_build(row, spec)
+
+
+def predicted(rows: list[dict], spec, pool=None) -> list[dict]:
+    """Each row with its prediction (`pred_us`)."""
+    jobs = [(r, spec) for r in rows]
+    times = list(pool.map(_predict_job, jobs)) if pool is not None else [_predict_job(j) for j in jobs]
+    return [{**r, "pred_us": t} for r, t in zip(rows, times)]
+
+
+def pick_rows(rows: list[dict]) -> list[dict]:
+    """Per layer of predicted rows: the model's pick among the measured builds, the fastest measured build,
+    and the pick's regret (its measured time over the fastest's, less one)."""
+    out = []
+    for name in dict.fromkeys(r["layer"]["name"] for r in rows):
+        mine = [r for r in rows if r["layer"]["name"] == name]
+        pick, best = min(mine, key=lambda r: r["pred_us"]), min(mine, key=lambda r: r["us"])
+        out.append({"layer": name, "split": mine[0]["split"], "builds": len(mine),
+                    "pick": build_of(pick).label, "pick_pred_us": pick["pred_us"], "pick_us": pick["us"],
+                    "best": build_of(best).label, "best_us": best["us"], "best_pred_us": best["pred_us"],
+                    "regret": pick["us"] / best["us"] - 1.0})
+    return out
+
+
+def _mape(rows) -> str:
+    return f"{sum(abs(r['pred_us'] / r['us'] - 1) for r in rows) / len(rows):.1%}" if rows else "-"
+
+
+def builds_section(rows: list[dict]) -> list[str]:
+    """The report's section on predicted builds: the error per kind of build, then the pick per layer."""
+    kinds = sorted({(r["launch"], r["mode"], r["gemm"]) for r in rows})
+    lines = ["## Every build bench measured: which one to run", "",
+             f"{len(rows)} builds of {len({r['layer']['name'] for r in rows})} paper layers, each at the layer's "
+             "partition (widened for the warp GEMM body) and paper mapping (`<gpu>_builds.json`). The warp body's "
+             "laws are fitted on the training layers' static builds (`megasim.app.calibrate.body_law`).", "",
+             "| launch | mode | GEMM body | train builds | train MAPE | held-out builds | held-out MAPE |",
+             "|---|---|---|---|---|---|---|"]
+    for launch, mode, gemm in kinds:
+        mine = [r for r in rows if (r["launch"], r["mode"], r["gemm"]) == (launch, mode, gemm)]
+        train, held = ([r for r in mine if r["split"] == s] for s in ("train", "heldout"))
+        lines.append(f"| {launch} | {mode if launch == 'fused' else '-'} | {gemm} | {len(train)} | {_mape(train)} | "
+                     f"{len(held)} | {_mape(held)} |")
+    picks = pick_rows(rows)
+    lines += ["", "The simulator's pick among a layer's measured builds (the fastest predicted), its measured time, "
+              "and the fastest measured build: the regret is what following the model costs.", "",
+              "| layer | split | pick | predicted us | measured us | fastest measured | measured us | regret |",
+              "|---|---|---|---|---|---|---|---|"]
+    for p in picks:
+        lines.append(f"| {p['layer']} | {p['split']} | {p['pick']} | {p['pick_pred_us']:.1f} | {p['pick_us']:.1f} | "
+                     f"{p['best']} | {p['best_us']:.1f} | {p['regret']:.1%} |")
+    mean = sum(p["regret"] for p in picks) / len(picks)
+    worst = max(picks, key=lambda p: p["regret"])
+    lines += ["", f"Mean regret {mean:.1%}; worst {worst['regret']:.1%} ({worst['layer']}).", ""]
+    return lines
+
+
+def validate_builds(rows: list[dict], spec, jobs: int, out, profile: str) -> list[str]:
+    """`validate`'s part: every build predicted under `spec` (written to `out` as JSON), and its section."""
+    import json
+    from concurrent.futures import ProcessPoolExecutor
+    from megasim.io.writing import write_then_rename
+    with ProcessPoolExecutor(jobs) as pool:
+        built = predicted(rows, spec, pool)
+    with write_then_rename(out) as tmp:
+        tmp.write_text(json.dumps({"profile": profile, "builds": built}, indent=0) + "\n")
+    return builds_section(built)

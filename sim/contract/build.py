@@ -1,0 +1,94 @@
+"""The decision space: a *build* is everything that decides how a convolution runs, declared once.
+
+A build is the launch (the fused megakernel or the four non-fused kernels), the Winograd variant, the
+megakernel's scheduling mode (fused only), the GEMM task's body (`resources.GEMM_BODIES`: the generic
+body, or the warp-tiled one where its tiling fits), the partition and the mapping. The simulator, `search`,
+`bench`, `megasim.torch` and the mapping file read the axes from here, so a new axis value (a GEMM body, a
+mode, a precision) is one declaration that every consumer picks up.
+
+`Build.partition` None means "the layer's own": its row of the GPU's partition table, which a warp build
+widens to the GEMM study's 128 output channels per task where that tiles (`resources.warp_partition`), the
+shape `bench` times the warp body on. `discrete_builds` lists the builds of one layer at its own
+partition and default mapping, every axis but the partition and mapping swept: the set `bench` measures
+and the simulator ranks for its pick.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from megasim.contract.errors import MegasimError
+from megasim.contract.modes import MODES, check_mode
+from megasim.contract.problem import VARIANTS, Layer, Partition
+from megasim.contract.resources import GEMM_BODIES, gemm_warp_tiled, warp_partition
+
+LAUNCHES = ("fused", "nonfused")
+AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BODIES}
+
+
+@dataclass(frozen=True)
+class Build:
+    """One way to run a layer. `mode` is the megakernel's and is "static" for a non-fused build."""
+
+    launch: str = "fused"
+    variant: int = 4
+    mode: str = "static"
+    gemm: str = "generic"
+    partition: Partition | None = None
+
+    def __post_init__(self):
+        for axis, values in AXES.items():
+            if getattr(self, axis) not in values:
+                raise MegasimError(f"unknown {axis} {getattr(self, axis)!r}; known: "
+                                   f"{', '.join(map(str, values))}")
+        check_mode(self.mode)
+        if self.launch == "nonfused" and self.mode != "static":
+            raise MegasimError(f"a non-fused build has no scheduling mode (got {self.mode!r}): each of its four "
+                               "kernels launches one block per task")
+
+    @property
+    def label(self) -> str:
+        """Short and unique among one layer's builds: 'fused F4 persistent warp', 'nonfused F6 generic'."""
+        mode = f" {self.mode}" if self.launch == "fused" else ""
+        return f"{self.launch} F{self.variant}{mode} {self.gemm}"
+
+    def to_dict(self) -> dict:
+        out = {"launch": self.launch, "variant": self.variant, "mode": self.mode, "gemm": self.gemm}
+        if self.partition is not None:
+            out["partition"] = self.partition.to_dict()
+        return out
+
+
+def build_partition(layer: Layer, build: Build, own: Partition) -> Partition:
+    """The partition `build` runs on, given the layer's own: its explicit one, else `own`, widened for a warp
+    build. A warp build whose partition the warp tiling does not fit is refused, as the kernels refuse it."""
+    part = build.partition if build.partition is not None else (
+        warp_partition(layer, own) if build.gemm == "warp" else own)
+    if build.gemm == "warp" and not gemm_warp_tiled(layer, part):
+        raise MegasimError(f"{layer.name}: the warp-tiled GEMM body does not tile partition {part.to_dict()} "
+                           "(it needs one Winograd point per GEMM task, an 8 x 4 or 8 x 8 register block, a 4 x 8 "
+                           "lane grid covering the task, whole channel steps and K a multiple of 4)")
+    return part
+
+
+def gemm_bodies_for(layer: Layer, own: Partition) -> tuple[str, ...]:
+    """The GEMM bodies a layer can build at its own partition: the generic body always, the warp body where
+    its widened partition tiles."""
+    return tuple(g for g in GEMM_BODIES if g == "generic" or gemm_warp_tiled(layer, warp_partition(layer, own)))
+
+
+def discrete_builds(layer: Layer, own: Partition) -> list[Build]:
+    """Every build of `layer` at its own partition: each launch, variant, (fused) mode and GEMM body."""
+    out = []
+    for gemm in gemm_bodies_for(layer, own):
+        for variant in VARIANTS:
+            out += [Build("fused", variant, mode, gemm) for mode in MODES]
+            out.append(Build("nonfused", variant, "static", gemm))
+    return out
+
+
+def with_partition(build: Build, layer: Layer, own: Partition) -> Build:
+    """`build` with the partition it runs on written out (what a mapping file records)."""
+    return replace(build, partition=build_partition(layer, build, own))
+
+
+__all__ = ["AXES", "LAUNCHES", "Build", "build_partition", "discrete_builds", "gemm_bodies_for", "with_partition"]
