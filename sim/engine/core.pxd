@@ -18,6 +18,7 @@ cdef class _Machine:
     cdef public list remaining, dram_cost, spans, fp_submit
     cdef public dict waiters
     cdef public double wake_delay, push_delay, overhead, check_cost, interval, latency, looped, next_dispatch_at
+    cdef public double pop_cycles, pop_interval, head_free
     cdef public const int64_t[:] order
     cdef public int32_t[:] sm
     cdef public unsigned char[:] pending, blocked
@@ -25,10 +26,14 @@ cdef class _Machine:
     cdef public const int8_t[:] op
     cdef public double[:] t_dispatch, t_start, t_ready, t_end, dram_bytes
     cdef public Py_ssize_t kernel_index, done_total, base, size, next, done_in_kernel, launched_blocks, threads, seed
-    cdef public bint check, spins
+    cdef public bint check, spins, pops
 
-    @cython.locals(nxt=Py_ssize_t, size=Py_ssize_t, t=double, sm=int, b=Py_ssize_t, launched=Py_ssize_t)
+    @cython.locals(nxt=Py_ssize_t, size=Py_ssize_t, t=double, sm=int, b=Py_ssize_t, launched=Py_ssize_t,
+                   delay=double)
     cpdef pump(self, double now)
+
+    @cython.locals(t=double)
+    cpdef double _pop(self, double at)
 
     @cython.locals(i=Py_ssize_t, j=Py_ssize_t, remaining=list, waits=ci32[:], pend=int, c=int, polled=int)
     cpdef start(self, double now, Py_ssize_t b)

@@ -165,6 +165,10 @@ class _Machine:
         self.fp_submit = [q.submit for q in fp]
         self.fp_release = [q.release for q in fp] if sharing is not None else None
         self.spins = self.check and not self.queue
+        pop = gpu.model.law("queue_pop") if self.queue else None
+        self.pops = pop is not None
+        self.pop_cycles, self.pop_interval = (pop.pop_cycles, pop.pop_interval_cycles) if pop else (0.0, 0.0)
+        self.head_free = now
         self.interval = gpu.tb_dispatch_interval_cycles
         self.latency = gpu.tb_dispatch_latency_cycles + (self.overhead if self.check else 0.0)
         self.looped = float(self.overhead)
@@ -189,11 +193,14 @@ class _Machine:
             self.sm[b] = sm
             if nxt < launched:
                 self.t_dispatch[b] = t
-                call_later(now, t - now + self.latency, start, b)
+                delay = t - now + self.latency
                 t += self.interval
             else:
                 self.t_dispatch[b] = now
-                call_later(now, self.looped, start, b)
+                delay = self.looped
+            if self.pops:
+                delay = self._pop(now + delay) - now
+            call_later(now, delay, start, b)
             nxt += 1
             if nxt >= size or (queue and not queue.fifo):
                 break
@@ -282,6 +289,12 @@ class _Machine:
         else:
             self.policy.release(self.sm[b])
             self.pump(now)
+
+    def _pop(self, at: float) -> float:
+        """A ready-queue pop wanted at `at` (a `queue_pop` law): when its task can start."""
+        t = at if at > self.head_free else self.head_free
+        self.head_free = t + self.pop_interval
+        return t + self.pop_cycles
 
     def _release(self, now: float, b: int) -> None:
         self.policy.release(self.sm[b])

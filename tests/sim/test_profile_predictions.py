@@ -8,7 +8,9 @@ datasheet path. This is what an engine rewrite must keep (the recorded predictio
 frozen profile of laws since retired). A change that only moves code (a law to its own file,
 a constant to another object, a dead law deleted) must leave every one of them exactly equal: the model is
 chaotic at the scale of one float's last bit (`megasim.engine.core`), so "equal within noise" would hide a
-changed law. `python -m tests.sim.test_profile_predictions` re-records them after a deliberate model change.
+changed law. `python -m tests.sim.test_profile_predictions` re-records them after a deliberate model change:
+the H200's two ready-queue runs were re-recorded on 2026-11-28, when its profile took the `queue_pop` law (every
+other run held bit for bit across the hardware/model split and the warp body's laws).
 """
 import contextlib
 import io

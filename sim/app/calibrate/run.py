@@ -16,7 +16,7 @@ from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
 from megasim.app.calibrate.fused_dram import USABLE_L2
 from megasim.app.calibrate.jobs import progress as progress_bar
-from megasim.app.calibrate.body_law import fit_warp_laws
+from megasim.app.calibrate.builds_fit import fit_builds
 from megasim.app.calibrate.builds import validate_builds
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
@@ -92,7 +92,7 @@ def _provenance(files: list[Path], header: dict, out, gpu: str | None = None) ->
 
 def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: str = "resident",
                 trace_sample=None) -> CalibrationProfile:
-    """Stages 1-4 on the raw measurements in `raw_dir` (4: the warp GEMM body's laws, `body_law`); writes `out`.
+    """Stages 1-4 on the raw measurements in `raw_dir` (4: what whole builds show, `builds_fit`); writes `out`.
 
     With `sharing = "resident"` (the law `resident_sharing`) the per-block traces give what the fit would
     otherwise search for: the megakernel's per-task cost and counter reads (from `<gpu>_trace_resnet2.json`, so
@@ -138,11 +138,11 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                                  dram_access_efficiency=dram, step_cycles=step, block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
         log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
-        warp, stage4 = fit_warp_laws(builds, spec2.with_model(**fused), pool=pool, log=log)
+        whole, stage4 = fit_builds(builds, spec2.with_model(**fused), pool=pool, log=log)
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={"laws": [law.name for law in spec1.model.laws], **model, "compute_efficiency": eff,
-               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused, **warp},
+               "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused, **whole},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
                                 *([paths["trace"], sample] if pinned else []), *([paths["builds"]] if builds else [])],
                                header, out, spec.name),

@@ -1,6 +1,7 @@
 """The model's laws, one file each, registered by name (`MODEL_LAWS`): a profile's `[model]` names those it
 uses in `laws`, and each law's constants sit in a table of its name. `base` says what a law is."""
 from megasim.engine.laws.base import MECHANISMS, MODEL_LAWS, Law
-from megasim.engine.laws import first_wave_stagger, gemm_body_laws, gemm_neighbour_stretch, resident_sharing  # noqa: F401
+from megasim.engine.laws import (first_wave_stagger, gemm_body_laws, gemm_neighbour_stretch, queue_pop,  # noqa: F401
+                                 resident_sharing)
 
 __all__ = ["MECHANISMS", "MODEL_LAWS", "Law"]

@@ -16,6 +16,8 @@ The mechanisms, each a method a law may answer (`MECHANISMS`):
 - `work_factors`: a factor on each block's work beyond the lognormal spread. Default: none.
 - `neighbour_stretch`: how much slower a block of each type works beside a working GEMM block on its SM.
   Default: not at all.
+- `queue_pop`: what taking a task from the ready queue costs (ready_queue mode only). Default: nothing
+  beyond the persistent loop's per-task overhead.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import ClassVar
 from megasim.contract.registry import Registry
 
 MODEL_LAWS: Registry = Registry("model law")
-MECHANISMS = ("fp32_sharing", "gemm_constants", "work_factors", "neighbour_stretch")
+MECHANISMS = ("fp32_sharing", "gemm_constants", "work_factors", "neighbour_stretch", "queue_pop")
 
 
 @dataclass(frozen=True, kw_only=True)
