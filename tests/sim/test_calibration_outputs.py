@@ -30,8 +30,8 @@ def test_calibrate_writes_under_out_and_fits_from_raw_on_the_committed_files():
 
 @pytest.fixture
 def quick_fit(monkeypatch):
-    """Stages 2 and 3 answer at once with the committed profile's values: the files, paths and printout around
-    them are what is tested, not the minute of fitting."""
+    """Stages 2, 3 and 4 answer at once with the committed profile's values: the files, paths and printout around
+    them are what is tested, not the minutes of fitting."""
     committed = load_profile(profile_path("h200"))
     model = committed.model
     stage2 = {**model["compute_efficiency"], **{k: model[k] for k in
@@ -39,6 +39,8 @@ def quick_fit(monkeypatch):
     fused = {k: model[k] for k in ("task_overhead_cycles", "l2_usable_fraction")}
     monkeypatch.setattr("megasim.app.calibrate.run.fit_compute_efficiency", lambda *a, **k: (dict(stage2), 0.1))
     monkeypatch.setattr("megasim.app.calibrate.run.fit_fused", lambda *a, **k: (fused, 0.01))
+    whole = {k: model[k] for k in ("laws", "gemm_body_laws", "queue_pop")}
+    monkeypatch.setattr("megasim.app.calibrate.run.fit_builds", lambda *a, **k: (whole, {}))
 
 
 @pytest.mark.slow
@@ -77,6 +79,7 @@ def _validate(tmp_path, monkeypatch, capsys, profile, scale=1.0):
     rows = [{**r, "pred_fused_us": r["pred_fused_us"] * scale} for r in rows]
     monkeypatch.setattr("megasim.app.calibrate.run.predict_runs", lambda runs, spec, jobs, shown=True: rows)
     monkeypatch.setattr("megasim.app.calibrate.run.validate_replay", lambda *a, **k: ([], None))
+    monkeypatch.setattr("megasim.app.calibrate.run.validate_builds", lambda *a, **k: [])
     rc = main(["validate", "--profile", str(profile), "--measurements", str(CALIBRATION_RAW / "h200_runs.json"),
                "--out", str(tmp_path / "v"), "--no-corpus"])
     out, err = capsys.readouterr()
