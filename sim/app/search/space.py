@@ -29,20 +29,23 @@ import re
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
+from megasim.contract.build import AXES, Build
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
 from megasim.contract.options import declared, search_values
-from megasim.contract.problem import VARIANTS, Layer, Partition, WinogradVariant
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
 from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
-from megasim.contract.scheduling import MODES, check_mode
+from megasim.contract.scheduling import check_mode
 from megasim.contract.size import check_size
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
 # Every variant and mode is searched unless pinned; the paper's point is F(4x4), static.
-PROBLEM_VALUES = {"variant": VARIANTS, "mode": MODES}
-PROBLEM_DEFAULTS = {"variant": WinogradVariant().m, "mode": MODES[0]}
+# The decision space's axes as the contract declares them (`megasim.contract.build.AXES`). The GEMM body and the
+# launch are not searched yet: the objective is the megakernel's time under the generic body.
+PROBLEM_VALUES = {axis: AXES[axis] for axis in ("variant", "mode")}
+PROBLEM_DEFAULTS = {"variant": Build().variant, "mode": Build().mode}
 
 # Partition values searched unless --space says otherwise (strategy options declare their own);
 # the base (default) value is always added.
