@@ -2,7 +2,8 @@
 
     python docs/results/bench_h200/to_raw.py --gpu h200   # writes scenarios/calibrations/raw/<gpu>_builds.json
 
-Reads this folder's `bench_<layer>.json` and writes one row per timed build: the layer, its partition and
+Reads this folder's `bench_<layer>.json`, and `space_sweep_<gpu>.json` where it exists (the builds of the
+decision space bench does not time: `space_sweep.py`), and writes one row per timed build: the layer, its partition and
 mapping, the build (`megasim.contract.build.Build`: launch, variant, mode, GEMM body) and its median time. A
 non-fused build's time is its graph-captured launch sequence (`nonfused-graph`, `nonfused-warp-graph`), the
 only non-fused time the warp body has. A layer is held out where the calibration runs hold it out whole
@@ -51,8 +52,16 @@ def main(gpu: str) -> None:
                              "params": entry["mapping"]["params"], "launch": launch, "variant": variant,
                              "mode": mode, "gemm": gemm, "us": round(timing["median_us"], 3),
                              "split": "heldout" if entry["layer"]["name"] in HELDOUT else "train"})
+    sweep = HERE / f"space_sweep_{gpu}.json"
+    swept = {}
+    if sweep.exists():
+        doc = json.loads(sweep.read_text())
+        swept = {k: doc["header"].get(k) for k in ("device", "git_commit", "kernel_build", "date_utc")}
+        rows += [{k: v for k, v in r.items() if k not in ("rel_err", "drift")} for r in doc["builds"]
+                 if not r["drift"] and r["us"] is not None]
     out = {"header": {k: header[k] for k in ("device", "git_commit", "kernel_build", "date_utc", "reps")}
-           | {"source": "docs/results/bench_h200/bench_<layer>.json, by docs/results/bench_h200/to_raw.py"},
+           | {"source": "docs/results/bench_h200/bench_<layer>.json and space_sweep_<gpu>.json (the builds bench "
+                        "does not time), by docs/results/bench_h200/to_raw.py"} | ({"space_sweep": swept} if swept else {}),
            "builds": rows}
     target = RAW / f"{gpu}_builds.json"
     target.write_text(json.dumps(out, indent=0) + "\n")
