@@ -92,14 +92,14 @@ def time_layer(name, jobs, reps=20):
 
 
 def main(out: Path, names) -> None:
-    from megasim.gpu.backend import device_info
+    from megasim.gpu.backend import device_info, git_commit, kernel_build_hash
     jobs = todo(names)
     t0 = time.time()
     with ProcessPoolExecutor(14) as pool:
         list(pool.map(compile_one, jobs))
     print(f"compiled {len(jobs)} builds in {time.time() - t0:.0f} s", flush=True)
     rows = [r for name in names for r in time_layer(name, [j for j in jobs if j[0] == name])]
-    doc = {"header": {**device_info(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reps": 20,
+    doc = {"header": {**device_info(), "git_commit": git_commit(), "kernel_build": kernel_build_hash(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reps": 20,
                       "source": "docs/results/bench_h200/space_sweep.py"}, "builds": rows}
     (out / "space_sweep.json").write_text(json.dumps(doc, indent=0) + "\n")
     print(f"{len(rows)} builds timed in {time.time() - t0:.0f} s")
