@@ -58,6 +58,9 @@ def cmd_simulate(args) -> int:
     from megasim.contract.graph import build_graph
     from megasim.engine.simulate import simulate
     gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
+    if args.all_builds:
+        from megasim.app.pick import simulate_all_builds
+        return simulate_all_builds(args, gpu, model_note, _problem)
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
     if args.gemm != "generic":
         from megasim.contract.build import Build, build_partition
@@ -275,6 +278,9 @@ def _simulate_parser(sub):
     sim.add_argument("--gemm", choices=GEMM_BODIES, default="generic",
                      help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
                           "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it)")
+    sim.add_argument("--all-builds", action="store_true",
+                     help="rank every build of the layer (fused in each mode and non-fused, each variant, each GEMM "
+                          "body its partition tiles) by predicted time: the simulator's pick comes first")
     sim.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     sim.add_argument("--trace", help="write a Perfetto/Chrome trace of the megakernel here")
     sim.add_argument("--plot", help="write a per-SM timeline of the megakernel here (.png, .pdf or .svg; "

@@ -79,3 +79,21 @@ def test_the_committed_builds_file_loads_and_a_bad_row_is_refused(tmp_path):
     write_files(tmp_path, {"b.json": json.dumps(bad)})
     with pytest.raises(MegasimError, match=r"builds\[0\]: a non-fused build has no scheduling mode"):
         load_builds(tmp_path / "b.json")
+
+
+def test_all_builds_ranks_every_build_of_the_layer_fastest_first(capsys):
+    assert main(["simulate", "--layer", "ResNet-2", "--all-builds", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    times = [b["time_us"] for b in doc["builds"]]
+    assert len(times) == 24 and times == sorted(times)
+    assert {(b["launch"], b["gemm"]) for b in doc["builds"]} == {(l, g) for l in ("fused", "nonfused")
+                                                                 for g in ("generic", "warp")}
+    default = next(b for b in doc["builds"] if b["label"] == "fused F4 static generic")
+    assert main(["simulate", "--layer", "ResNet-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fused_us"] == default["time_us"]
+
+
+@pytest.mark.parametrize("flag", [["--gemm", "warp"], ["--mode", "persistent"], ["--variant", "6"]])
+def test_all_builds_refuses_a_flag_that_pins_one_build(capsys, alarm, flag):
+    assert_refused(main(["simulate", "--layer", "ResNet-2", "--all-builds", *flag]), capsys.readouterr().err,
+                   f"drop {flag[0]}")
