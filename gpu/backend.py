@@ -24,8 +24,8 @@ import numpy as np
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
-from megasim.contract.resources import (GEMM_BODIES, GEMM_K_STEP, gemm_plan, gemm_ring, gemm_vector_loads,
-                                       gemm_warp_tiled)
+from megasim.contract.resources import (GEMM_BODIES, GEMM_K_STEP, check_warp_tiled, gemm_plan, gemm_ring,
+                                       gemm_vector_loads)
 from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
 from megasim.gpu.build import KERNEL_DIR, kernel_build_hash  # noqa: F401  (their older home)
@@ -114,7 +114,7 @@ class KernelConfig:
     k_step: int = GEMM_K_STEP  # channels per GEMM main-loop step; the contract's value unless experimenting
     mode: str = "static"  # megasim.contract.scheduling
     min_blocks: int = 0  # launch bounds' blocks per SM; 0: the kernels' default
-    gemm: str = "generic"  # the GEMM task's body (GEMM_BODIES); "warp" where gemm_warp_tiled allows
+    gemm: str = "generic"  # the GEMM task's body (GEMM_BODIES); "warp" only where gemm_warp_tiled allows
 
     def __post_init__(self):
         check_mode(self.mode)
@@ -184,6 +184,8 @@ def config_header(cfg: KernelConfig) -> str:
     lay, part, var = cfg.layer, cfg.partition, cfg.variant
     geo = Geometry.of(lay, var, part)
     plan, (bk, stages) = gemm_plan(part), gemm_ring(part, cfg.k_step)
+    if cfg.gemm == "warp":
+        check_warp_tiled(lay, part, cfg.k_step)
     vec_c, vec_k = gemm_vector_loads(lay, part)
     defs = {
         "MS_N": lay.n, "MS_C": lay.c, "MS_H": lay.h, "MS_W": lay.w, "MS_K": lay.k,
@@ -195,7 +197,7 @@ def config_header(cfg: KernelConfig) -> str:
         "MS_KPG": part.gemm_k_per_task, "MS_KPO": part.output_channels_per_task, "MS_KPF": part.filter_k_per_task,
         "MS_NT": part.threads, "MS_GE": plan.ge, "MS_TM": plan.tm, "MS_TN": plan.tn,
         "MS_VEC_C": int(vec_c), "MS_VEC_K": int(vec_k),
-        "MS_BK": bk, "MS_GEMM_WARP": int(cfg.gemm == "warp" and gemm_warp_tiled(lay, part, cfg.k_step)), "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
+        "MS_BK": bk, "MS_GEMM_WARP": int(cfg.gemm == "warp"), "MS_USE_TICKET": int(cfg.ticket), "MS_TRACE": int(cfg.trace), "MS_SPIN_LIMIT_NS": f"{cfg.spin_limit_ns}ull",
         "MS_NUM_TASKS": geo.num_tasks, "MS_PERSISTENT": int(cfg.mode in RESIDENT_MODES),
         "MS_READY_QUEUE": int(cfg.mode == "ready_queue"),
         **({"MS_MIN_BLOCKS": cfg.min_blocks} if cfg.min_blocks else {}),

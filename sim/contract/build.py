@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import MODES, check_mode
 from megasim.contract.problem import VARIANTS, Layer, Partition
-from megasim.contract.resources import GEMM_BODIES, gemm_warp_tiled, warp_partition
+from megasim.contract.resources import GEMM_BODIES, check_warp_tiled, gemm_warp_tiled, warp_partition
 
 LAUNCHES = ("fused", "nonfused")
 AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BODIES}
@@ -63,10 +63,8 @@ def build_partition(layer: Layer, build: Build, own: Partition) -> Partition:
     build. A warp build whose partition the warp tiling does not fit is refused, as the kernels refuse it."""
     part = build.partition if build.partition is not None else (
         warp_partition(layer, own) if build.gemm == "warp" else own)
-    if build.gemm == "warp" and not gemm_warp_tiled(layer, part):
-        raise MegasimError(f"{layer.name}: the warp-tiled GEMM body does not tile partition {part.to_dict()} "
-                           "(it needs one Winograd point per GEMM task, an 8 x 4 or 8 x 8 register block, a 4 x 8 "
-                           "lane grid covering the task, whole channel steps and K a multiple of 4)")
+    if build.gemm == "warp":
+        check_warp_tiled(layer, part)
     return part
 
 

@@ -133,6 +133,15 @@ def gemm_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> bool:
     return layer.c % gemm_ring(part, k_step)[0] == 0 and layer.k % 4 == 0
 
 
+def check_warp_tiled(layer, part: Partition, k_step: int = GEMM_K_STEP) -> None:
+    """Refuse a warp-body build the warp tiling does not fit (`gemm_warp_tiled`): the kernels' config and the
+    simulator's build both ask this, so neither runs a build the other refuses."""
+    if not gemm_warp_tiled(layer, part, k_step):
+        raise MegasimError(f"{layer.name}: the warp-tiled GEMM body does not tile partition {part.to_dict()} (it "
+                           "needs one Winograd point per GEMM task, an 8 x 4 or 8 x 8 register block, a 4 x 8 lane "
+                           "grid covering the task, whole channel steps and K a multiple of 4)")
+
+
 def gemm_body(layer, part: Partition, gemm: str = "generic") -> str:
     """The shape of the GEMM code a build runs for this layer and partition, as the law `gemm_body_laws`
     names it: the block's threads, each thread's register block, and "-scalar" where it loads its tiles a

@@ -3,6 +3,8 @@ the warp-tiled GEMM body has its own registers and its own calibrated laws, fuse
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from megasim.app.calibrate.builds import pick_rows, predict_build
 from megasim.app.calibrate.measurements import load_builds
@@ -97,3 +99,29 @@ def test_all_builds_ranks_every_build_of_the_layer_fastest_first(capsys):
 def test_all_builds_refuses_a_flag_that_pins_one_build(capsys, alarm, flag):
     assert_refused(main(["simulate", "--layer", "ResNet-2", "--all-builds", *flag]), capsys.readouterr().err,
                    f"drop {flag[0]}")
+
+
+@settings(max_examples=150, deadline=None)
+@given(c=st.sampled_from([3, 16, 30, 64, 128]), k=st.sampled_from([3, 32, 64, 126, 128, 256]),
+       tiles=st.sampled_from([32, 64, 128]), kpg=st.sampled_from([32, 48, 64, 128]),
+       mats=st.sampled_from([1, 2, 4]), threads=st.sampled_from([96, 128, 256]), m=st.sampled_from([2, 4, 6]))
+def test_the_simulator_builds_a_warp_body_exactly_where_the_kernels_do(c, k, tiles, kpg, mats, threads, m):
+    """A drawn partition the generic kernels build: the simulator's build of the warp body and the kernels'
+    config both accept it, or both refuse it in the same words."""
+    from megasim.contract.problem import Layer, Partition, WinogradVariant
+    from megasim.gpu.backend import KernelConfig, config_header
+    layer = Layer(2, c, 20, 20, k, "drawn")
+    try:
+        part = Partition(tiles_per_group=tiles, gemm_k_per_task=kpg, gemm_mats_per_task=mats, threads=threads)
+        config_header(KernelConfig(layer, WinogradVariant(m), part))
+    except MegasimError:
+        assume(False)
+    outcomes = []
+    for attempt in (lambda: build_partition(layer, Build(variant=m, gemm="warp", partition=part), part),
+                    lambda: config_header(KernelConfig(layer, WinogradVariant(m), part, gemm="warp"))):
+        try:
+            attempt()
+            outcomes.append("built")
+        except MegasimError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]

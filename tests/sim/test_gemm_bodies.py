@@ -1,7 +1,10 @@
 """Which GEMM body a build compiles, and the warp body's task shape (megasim.contract.resources)."""
 from dataclasses import replace
 
+import pytest
+
 from megasim.app.catalog import layer_names, load_layer, partition_for
+from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import gemm_body, gemm_ring, gemm_smem_bytes, gemm_warp_tiled, warp_partition
 from megasim.gpu.backend import KernelConfig, config_header
@@ -32,9 +35,9 @@ def test_the_build_switch_follows_the_rule_and_the_ring_is_shared():
     part = partition_for(layer, "h200")
     header = lambda gemm: config_header(KernelConfig(layer, WinogradVariant(4), part, gemm=gemm))  # noqa: E731
     assert "#define MS_GEMM_WARP 1" in header("warp") and "#define MS_GEMM_WARP 0" in header("generic")
-    dense = load_layer("DenseNet")
-    assert "#define MS_GEMM_WARP 0" in config_header(KernelConfig(dense, WinogradVariant(4), partition_for(dense, "h200"),
-                                                                  gemm="warp"))
+    dense = load_layer("DenseNet")   # 96 threads, 48 channels per GEMM task: the warp tiling does not fit
+    with pytest.raises(MegasimError, match="warp-tiled GEMM body does not tile"):
+        config_header(KernelConfig(dense, WinogradVariant(4), partition_for(dense, "h200"), gemm="warp"))
     assert gemm_smem_bytes(part, *gemm_ring(part)) == 39936  # both bodies: ptxas's static smem for this build
 
 
