@@ -19,7 +19,7 @@ megakernel's blocks do (paper Listing 2):
    FP32 queue. Memory and compute overlap; the block is done when all three
    are, and never sooner than one DRAM latency; then it spends its type's
    fixed cycles and its serial steps times their latency (`step_cycles`,
-   `megasim.contract.work.block_latency_cycles`). Its FLOPs are the
+   `megasim.engine.blocks.block_latency_cycles`). Its FLOPs are the
    ones its code issues, padding included, and its DRAM bytes cost 1 over
    its type's `dram_access_efficiency` (`megasim.contract.work`). With
    `block_work_cv` > 0 each block's work is scaled by a seeded lognormal

@@ -163,7 +163,7 @@ def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: i
 def launches_of(traces: dict, kind: str) -> dict:
     """The sample with only its launches of one kind ("fused": every megakernel mode; "nonfused"): the
     megakernel's GEMM blocks take 0-6% longer than the GEMM kernel's for the same work, so each gets its own
-    body laws (`GPUSpec.fused_gemm_bodies`; docs/decisions.md, "The megakernel's GEMM blocks have laws of their own")."""
+    body laws (`gemm_body_laws`' `fused` table; docs/decisions.md, "The megakernel's GEMM blocks have laws of their own")."""
     return {case: {k: v for k, v in launches.items() if k == kind} for case, launches in traces.items()}
 
 
