@@ -24,6 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+
+from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.registry import Registry
 
 MODEL_LAWS: Registry = Registry("model law")
@@ -40,6 +43,11 @@ class Law:
 
     def check(self, origin: str) -> None:
         """What a constant's range cannot say; raise MegasimError naming `origin`."""
+
+
+def per_type(table: dict, missing: float) -> np.ndarray:
+    """float64[op]: a constant given per task type by name (a law's table), `missing` where a type has none."""
+    return np.array([float(table.get(OP_NAMES[op], missing)) for op in Op])
 
 
 def law(name: str):

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.resources import blocks_per_sm
 from megasim.contract.spec import OpName
 from megasim.io.schema import float_in
-from megasim.engine.laws.base import Law, law
+from megasim.engine.laws.base import Law, law, per_type
 
 
 def staggered(kernels, slots: list[int], sm_count: int, stagger: np.ndarray) -> np.ndarray | None:
@@ -50,6 +49,5 @@ class FirstWaveStagger(Law):
         """Each block's factor in a run of `kernels` over tasks of types `op`; None where nothing changes."""
         if not any(self.stagger.values()):
             return None
-        per_type = np.array([self.stagger.get(OP_NAMES[o], 0.0) for o in Op])
         return staggered(kernels, [blocks_per_sm(spec, k.resources) for k in kernels], spec.sm_count,
-                         per_type[op])
+                         per_type(self.stagger, 0.0)[op])

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.spec import OpName
 from megasim.io.schema import float_in
-from megasim.engine.laws.base import Law, law
+from megasim.engine.laws.base import Law, law, per_type
 
 
 @law("gemm_neighbour_stretch")
@@ -31,4 +30,4 @@ class GemmNeighbourStretch(Law):
         """float64[op]: each type's factor; None where every factor is 0 (the default machine runs)."""
         if not any(self.stretch.values()):
             return None
-        return np.array([float(self.stretch.get(OP_NAMES[o], 0.0)) for o in Op])
+        return per_type(self.stretch, 0.0)

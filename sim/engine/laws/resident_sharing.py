@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.spec import OpName
 from megasim.io.schema import float_in
 from megasim.engine.blocks import view
-from megasim.engine.laws.base import Law, law
+from megasim.engine.laws.base import Law, law, per_type
 from megasim.engine.psqueue import PSQueue
 from megasim.engine.weighted_psqueue import WeightedPSQueue
 
@@ -34,7 +33,6 @@ class ResidentSharing(Law):
         if not self.issue_weight:
             return [PSQueue(clock, spec.fp32_flops_per_cycle_per_sm, 2.0 * threads, pending, done, True)
                     for _ in range(spec.sm_count)]
-        weights = np.array([float(self.issue_weight.get(OP_NAMES[o], 1.0)) for o in Op])
-        weight = view(weights[np.asarray(op)])
+        weight = view(per_type(self.issue_weight, 1.0)[np.asarray(op)])
         return [WeightedPSQueue(clock, spec.fp32_flops_per_cycle_per_sm, weight, pending, done)
                 for _ in range(spec.sm_count)]
