@@ -15,14 +15,12 @@ import math
 
 import numpy as np
 
-from megasim.app.calibrate.builds import predicted
-from megasim.app.calibrate.predict import graph_of
+from megasim.app.calibrate.builds import log_error, training_rows
+from megasim.contract.problem import Layer, Partition
 from megasim.contract.resources import gemm_body
 
 BOUNDS = ((0.5, 2.0), (0.2, 3.0))  # (efficiency factor, latency factor)
 EVALS = 24
-FIT_VARIANTS = (4, 6)  # F(2) builds are never a layer's fastest, and a third of the probes' time
-MAX_TASKS = 40_000  # as stage 3: the largest layers cost most of a probe and add nothing the others lack
 
 
 def generic_twin(body: str) -> str:
@@ -36,7 +34,6 @@ def scaled(law: dict, eff: float, lat: float) -> dict:
 
 
 def _body_of(row: dict) -> str:
-    from megasim.contract.problem import Layer, Partition
     return gemm_body(Layer(**row["layer"]), Partition(**row["partition"]), row["gemm"])
 
 
@@ -45,11 +42,6 @@ def _with_laws(spec, kind: str, laws: dict):
     tables = {"nonfused": dict(bodies.nonfused), "fused": dict(bodies.fused)}
     tables[kind].update(laws)
     return spec.with_model(gemm_body_laws=tables)
-
-
-def _error(rows, spec, pool) -> float:
-    rows = predicted(rows, spec, pool)
-    return float(np.mean([(math.log(r["pred_us"]) - math.log(r["us"])) ** 2 for r in rows]))
 
 
 def fit_body(rows: list[dict], spec, body: str, kind: str, pool=None, evals: int = EVALS) -> tuple[dict, float]:
@@ -62,7 +54,7 @@ def fit_body(rows: list[dict], spec, body: str, kind: str, pool=None, evals: int
 
     def error(x):
         eff, lat = (float(np.clip(v, lo, hi)) for v, (lo, hi) in zip(np.exp(x), BOUNDS))
-        return _error(rows, _with_laws(spec, kind, {body: scaled(twin, eff, lat)}), pool)
+        return log_error(rows, _with_laws(spec, kind, {body: scaled(twin, eff, lat)}), pool)
 
     start = np.log([[1.1, 1.0], [1.4, 1.0], [1.1, 0.7]])  # a simplex wide enough along both factors
     best = minimize(error, x0=start[0], method="Nelder-Mead",
@@ -76,8 +68,7 @@ def fit_warp_laws(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, d
     fit's rms log error by "<body>_<kind>"); ({}, {}) with no builds or a model without GEMM body laws."""
     if not rows or spec.model.law("gemm_constants") is None:
         return {}, {}
-    train = [r for r in rows if r["split"] == "train" and r["gemm"] == "warp" and r["mode"] == "static"
-             and r["variant"] in FIT_VARIANTS and graph_of(r).num_tasks <= MAX_TASKS]
+    train = training_rows(rows, gemm="warp", mode="static")
     bodies = spec.model.law("gemm_constants")
     tables = {"nonfused": dict(bodies.nonfused), "fused": dict(bodies.fused)}
     errors = {}

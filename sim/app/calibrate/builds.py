@@ -9,10 +9,30 @@ measured (the *regret* of following the model).
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from megasim.app.calibrate.predict import graph_of, mapping_of
 from megasim.contract.build import Build
 from megasim.contract.interpreter import RunConfig
 from megasim.engine.interpreter import SimpyInterpreter
+
+
+FIT_VARIANTS = (4, 6)  # F(2) builds are never a layer's fastest, and a third of the probes' time
+MAX_TASKS = 40_000  # as stage 3: the largest layers cost most of a probe and add nothing the others lack
+
+
+def training_rows(rows: list[dict], **axes) -> list[dict]:
+    """The rows stage 4 fits on: training layers, F(4) and F(6), up to `MAX_TASKS` tasks, and each of `axes`
+    (a row field -> its value) as given."""
+    return [r for r in rows if r["split"] == "train" and r["variant"] in FIT_VARIANTS
+            and all(r[k] == v for k, v in axes.items()) and graph_of(r).num_tasks <= MAX_TASKS]
+
+
+def log_error(rows: list[dict], spec, pool=None) -> float:
+    """The mean squared log error of the rows' predictions under `spec`: what stage 4's fits minimise."""
+    return float(np.mean([(math.log(r["pred_us"]) - math.log(r["us"])) ** 2 for r in predicted(rows, spec, pool)]))
 
 
 def build_of(row: dict) -> Build:

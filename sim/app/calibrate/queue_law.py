@@ -12,25 +12,17 @@ import math
 
 import numpy as np
 
-from megasim.app.calibrate.body_law import FIT_VARIANTS
-from megasim.app.calibrate.builds import predicted
-from megasim.app.calibrate.predict import graph_of
+from megasim.app.calibrate.builds import log_error, training_rows
 
-MAX_TASKS = 40_000
 EVALS = 24
 START = ((300.0, 20.0), (1200.0, 20.0), (300.0, 80.0))  # (pop_cycles, pop_interval_cycles): a wide simplex
-
-
-def _error(rows, spec, pool) -> float:
-    return float(np.mean([(math.log(r["pred_us"]) - math.log(r["us"])) ** 2 for r in predicted(rows, spec, pool)]))
 
 
 def fit_queue_law(rows: list[dict], spec, pool=None, log=print, evals: int = EVALS) -> tuple[dict, dict]:
     """({"laws": the model's laws and queue_pop, "queue_pop": its constants}, {"queue_pop": rms log error}), or
     ({}, {}) where the builds hold no training ready-queue build."""
     from scipy.optimize import minimize
-    train = [r for r in rows if r["split"] == "train" and r["launch"] == "fused" and r["mode"] == "ready_queue"
-             and r["gemm"] == "generic" and r["variant"] in FIT_VARIANTS and graph_of(r).num_tasks <= MAX_TASKS]
+    train = training_rows(rows, launch="fused", mode="ready_queue", gemm="generic")
     if not train:
         return {}, {}
 
@@ -38,7 +30,7 @@ def fit_queue_law(rows: list[dict], spec, pool=None, log=print, evals: int = EVA
         return {"pop_cycles": round(float(np.exp(x[0])), 1), "pop_interval_cycles": round(float(np.exp(x[1])), 2)}
 
     def error(x) -> float:
-        return _error(train, spec.with_model(queue_pop=law(x)), pool)
+        return log_error(train, spec.with_model(queue_pop=law(x)), pool)
 
     start = np.log(START)
     best = minimize(error, x0=start[0], method="Nelder-Mead",
