@@ -40,18 +40,10 @@ def todo(names):
 
 
 def compile_one(job):
+    """`precompile.compile_one` (this folder) for one build to time: its kernels into CuPy's cache."""
+    from precompile import compile_one as compile_build
     name, b, part, _ = job
-    from megasim.app.catalog import load_layer
-    from megasim.contract.problem import WinogradVariant
-    from megasim.gpu.backend import KernelConfig, module, require_cupy
-    from megasim.gpu.megakernel import device_blocks_per_sm
-    cp = require_cupy()
-    cfg = KernelConfig(load_layer(name), WinogradVariant(b.variant), part, gemm=b.gemm)
-    static = module(cfg)
-    if b.launch == "fused" and b.mode != "static":
-        occ = device_blocks_per_sm(cp, static.function("ms_megakernel"), part.threads)
-        module(KernelConfig(cfg.layer, cfg.variant, part, gemm=b.gemm, mode=b.mode, min_blocks=occ))
-    return name
+    return compile_build((name, b.variant, part, b.gemm, b.mode, {}))
 
 
 def time_layer(name, jobs, reps=20):
