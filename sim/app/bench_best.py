@@ -88,7 +88,8 @@ def warp_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> 
     return timings, checks, {key: part.to_dict() for key in checks}
 
 
-def _parse(key: str, main_variant: int) -> tuple[str, int, str] | None:
+def parse_timing_key(key: str, main_variant: int) -> tuple[str, int, str] | None:
+    """(mode, variant, GEMM body) of a fused timing key (`timing_key`'s inverse), or None where it is no mode's."""
     parts = key.split("-")[1:]
     variant = int(parts.pop()[1:]) if parts and parts[-1].startswith("f") and parts[-1][1:].isdigit() else main_variant
     gemm = "warp" if parts[:1] == ["warp"] else "generic"
@@ -101,7 +102,7 @@ def best_fused(entry: dict) -> dict | None:
     """The fastest accurate fused run of a bench entry: mode, variant, mapping, partition, time, error."""
     best = None
     for key, timing in entry["timings"].items():
-        parsed = _parse(key, entry["variant"]) if key.startswith("fused") else None
+        parsed = parse_timing_key(key, entry["variant"]) if key.startswith("fused") else None
         check = entry["checks"].get(key)
         if parsed is None or check is None or not timing or timing.get("median_us") is None:
             continue

@@ -106,8 +106,8 @@ def test_warp_body_where_it_does_not_apply_is_recorded_not_run():
 
 
 def test_timing_keys_round_trip_through_the_parser():
-    from megasim.app.bench_best import _parse
+    from megasim.app.bench_best import parse_timing_key
     for gemm in ("generic", "warp"):
         for mode in MODES:
             for m in (2, 4, 6):
-                assert _parse(timing_key(mode, m, 4, gemm), 4) == (mode, m, gemm)
+                assert parse_timing_key(timing_key(mode, m, 4, gemm), 4) == (mode, m, gemm)

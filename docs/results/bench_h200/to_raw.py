@@ -19,18 +19,13 @@ HELDOUT = ("ResNet-3", "VGG-2", "YOLOv3-2")
 
 
 def parse(key: str, main: int):
-    """(launch, variant, mode, gemm) of a bench timing key, or None for a key that is not a build."""
+    """(launch, variant, mode, gemm) of a bench timing key, or None for a key that is not a build (the raw-blockIdx
+    run): the non-fused graph-captured keys here, the fused ones as bench reads them."""
+    from megasim.app.bench_best import parse_timing_key
     if key in ("nonfused-graph", "nonfused-warp-graph"):
         return "nonfused", main, "static", "warp" if "warp" in key else "generic"
-    parts = key.split("-")
-    if parts[0] != "fused" or "raw" in parts:
-        return None
-    parts = parts[1:]
-    variant = int(parts.pop()[1:]) if parts and parts[-1][:1] == "f" and parts[-1][1:].isdigit() else main
-    gemm = "warp" if parts[:1] == ["warp"] else "generic"
-    parts = parts[1:] if gemm == "warp" else parts
-    mode = "_".join(parts) if parts else "static"
-    return "fused", variant, mode, gemm
+    fused = parse_timing_key(key, main) if key.startswith("fused") else None
+    return None if fused is None else ("fused", fused[1], fused[0], fused[2])
 
 
 def main(gpu: str) -> None:
