@@ -83,32 +83,34 @@ class BuildsFile:
     builds: Annotated[list[MeasuredBuild], Items(min_length=1)]
 
 
+def _checked_rows(path, key: str, schema, about: str) -> tuple[dict, list[dict]]:
+    """(header, rows) of a measurement file, a JSON object whose `key` lists the rows (`about` says what one row
+    is): checked whole against `schema`, then each row as a run is."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or key not in doc:
+        raise MegasimError(f"{path}: not a {key} file (a JSON object with \"{key}\": [...], one per {about})")
+    parse(schema, doc, str(path))
+    for i, row in enumerate(doc[key]):
+        check_run(row, f"{path}: {key}[{i}]")
+    return doc.get("header", {}), doc[key]
+
+
 def load_builds(path) -> tuple[dict, list[dict]]:
     """(header, rows) of a builds file, every row checked as a run is, and its build against the decision
     space; anything wrong is one MegasimError naming the row."""
     from megasim.contract.build import Build
-    doc = read_json(path)
-    if not isinstance(doc, dict) or "builds" not in doc:
-        raise MegasimError(f"{path}: not a builds file (a JSON object with \"builds\": [...], one per timed build)")
-    parse(BuildsFile, doc, str(path))
-    for i, row in enumerate(doc["builds"]):
-        check_run(row, f"{path}: builds[{i}]")
+    header, rows = _checked_rows(path, "builds", BuildsFile, "timed build")
+    for i, row in enumerate(rows):
         try:
             Build(row["launch"], row.get("variant", 4), row.get("mode", "static"), row.get("gemm", "generic"))
         except MegasimError as exc:
             raise MegasimError(f"{path}: builds[{i}]: {exc}") from None
-    return doc.get("header", {}), doc["builds"]
+    return header, rows
 
 
 def load_runs(path) -> tuple[dict, list[dict]]:
     """(header, runs) of a runs file, every run checked; anything wrong is one MegasimError naming the run."""
-    doc = read_json(path)
-    if not isinstance(doc, dict) or "runs" not in doc:
-        raise MegasimError(f"{path}: not a runs file (a JSON object with \"runs\": [...], one per measured run)")
-    parse(RunsFile, doc, str(path))
-    for i, run in enumerate(doc["runs"]):
-        check_run(run, f"{path}: runs[{i}]")
-    return doc.get("header", {}), doc["runs"]
+    return _checked_rows(path, "runs", RunsFile, "measured run")
 
 
 def check_run(run: dict, where: str) -> None:
