@@ -24,7 +24,7 @@ import numpy as np
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry, TaskGraph
 from megasim.contract.problem import Layer, Partition, WinogradVariant
-from megasim.contract.resources import (GEMM_BODIES, GEMM_K_STEP, check_warp_tiled, gemm_plan, gemm_ring,
+from megasim.contract.resources import (GEMM_BODIES, GEMM_K_STEP, check_kernel_build, gemm_plan, gemm_ring,
                                        gemm_vector_loads)
 from megasim.contract.scheduling import RESIDENT_MODES, check_mode
 from megasim.contract.transforms import winograd_matrices
@@ -183,9 +183,8 @@ def config_header(cfg: KernelConfig) -> str:
     """The text of ms_config.cuh for one build."""
     lay, part, var = cfg.layer, cfg.partition, cfg.variant
     geo = Geometry.of(lay, var, part)
+    check_kernel_build(lay, part, cfg.gemm, cfg.k_step)
     plan, (bk, stages) = gemm_plan(part), gemm_ring(part, cfg.k_step)
-    if cfg.gemm == "warp":
-        check_warp_tiled(lay, part, cfg.k_step)
     vec_c, vec_k = gemm_vector_loads(lay, part)
     defs = {
         "MS_N": lay.n, "MS_C": lay.c, "MS_H": lay.h, "MS_W": lay.w, "MS_K": lay.k,

@@ -231,7 +231,11 @@ def format_table(entries: list[dict]) -> str:
 
 
 def bench_main(args) -> int:
-    """Entry point of `megasim bench` (args: an argparse Namespace from sim/cli.py)."""
+    """Entry point of `megasim bench` (args: an argparse Namespace from sim/cli.py). With a mapping file and
+    no trace, exactly the build it names (`bench_build`)."""
+    if getattr(args, "mapping", None) and not getattr(args, "trace", None):
+        from megasim.app.bench_build import bench_mapping_file
+        return bench_mapping_file(args)
     cp = require_cupy()
     layers = _layers(args)
     if getattr(args, "trace", None) and len(layers) > 1:

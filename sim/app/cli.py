@@ -14,6 +14,7 @@ from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_a
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import DEFAULT_POLICY, MODES
 from megasim.contract.resources import GEMM_BODIES
+from megasim.contract.build import LAUNCHES
 
 
 def _layer(args):
@@ -48,6 +49,14 @@ def _problem(args, gpu_name: str):
     return (layer, variant, *partition_and_source(layer, gpu_name, args.partition), args.mode or MODES[0])
 
 
+def _file_gemm(args) -> str | None:
+    """The GEMM body a --mapping file names (its partition is already that body's)."""
+    if not args.mapping:
+        return None
+    from megasim.contract.mapping.io import build_of, read_mapping_file
+    return build_of(read_mapping_file(args.mapping), args.mapping).gemm
+
+
 def cmd_simulate(args) -> int:
     if args.network:
         from megasim.app.network_sim import simulate_network
@@ -61,24 +70,27 @@ def cmd_simulate(args) -> int:
     if args.all_builds:
         from megasim.app.pick import simulate_all_builds
         return simulate_all_builds(args, gpu, model_note, _problem)
+    from megasim.contract.build import Build, build_partition
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
-    if args.gemm != "generic":
-        from megasim.contract.build import Build, build_partition
-        widened = build_partition(layer, Build(gemm=args.gemm), partition)
+    gemm = args.gemm or _file_gemm(args) or "generic"
+    if not args.mapping:
+        widened = build_partition(layer, Build(gemm=gemm), partition)
         if widened != partition:
-            partition_source += f", widened for the {args.gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
+            partition_source += f", widened for the {gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
         partition = widened
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, args.gemm)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm)
+    builds = {launch: Build(launch, variant.m, mode if launch == "fused" else "static", gemm, partition).to_dict()
+              for launch in ("fused", "nonfused")}
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
     call = None
     if intervals:
         from megasim.app.calibrate.uncertainty import Uncertainty
         call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us)
     if args.json:
-        print(json.dumps({**result.to_json(), "partition": partition.to_dict(), "partition_source": partition_source,
-                          "uncertainty": call, "model": model_note}))
+        print(json.dumps({**result.to_json(), "builds": builds, "partition": partition.to_dict(),
+                          "partition_source": partition_source, "uncertainty": call, "model": model_note}))
     else:
         print_simulation(graph, gpu, result, partition_source)
         if call:
@@ -275,9 +287,10 @@ def _simulate_parser(sub):
                                                    "figures only: no profile unless --profile)")
     add_policy_args(sim)
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
-    sim.add_argument("--gemm", choices=GEMM_BODIES, default="generic",
+    sim.add_argument("--gemm", choices=GEMM_BODIES,
                      help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
-                          "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it)")
+                          "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it); "
+                          "default generic, or the --mapping file's")
     sim.add_argument("--all-builds", action="store_true",
                      help="rank every build of the layer (fused in each mode and non-fused, each variant, each GEMM "
                           "body its partition tiles) by predicted time: the simulator's pick comes first")
@@ -307,14 +320,19 @@ def build_parser() -> argparse.ArgumentParser:
     _calibration_commands(sub)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
     _bench_args(bench)
-    srch = sub.add_parser("search", help="search mappings and partitions on the simulator (Optuna; local pool or Dask)")
+    srch = sub.add_parser("search", help="search the decision space (launch, variant, mode, GEMM body, mapping) on the "
+                                         "simulator (Optuna; local pool or Dask)")
     srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
     srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
     srch.add_argument("--network", help="search each distinct 3x3 stride-1 layer of a network from "
                                         "scenarios/networks (one folder per layer under --out, and a summary)")
+    srch.add_argument("--launch", choices=LAUNCHES, help="pin the launch: fused megakernel or non-fused kernels "
+                                                         "(default: searched)")
     srch.add_argument("--variant", type=int, help="pin m of F(m x m, 3 x 3) to 2, 4 or 6 (default: searched)")
     srch.add_argument("--mode", choices=MODES, help="pin the " + MODE_HELP + " (default: searched)")
-    srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition)")
+    srch.add_argument("--gemm", choices=GEMM_BODIES, help="pin the GEMM body: generic or warp (default: searched)")
+    srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition; the "
+                                          "partition is searched only where --space names a field)")
     srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")
     srch.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
     srch.add_argument("--strategy", default="paper", help="mapping strategy whose options are searched")
@@ -330,7 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
     srch.add_argument("--out", help="output folder, locked while a search runs (default out/search/LAYER-GPU "
                                     "or NETWORK-GPU)")
     srch.add_argument("--seed", type=int, default=0, help="sampler seed")
-    srch.add_argument("--validate-top", type=int, help="measure the K best and the paper default on this GPU")
+    srch.add_argument("--validate-top", type=int, help="measure the K best predicted builds and every build of the "
+                                                       "layer's own partition on this GPU; regret is against the "
+                                                       "fastest measured, which best.json then names")
     srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
     srch.add_argument("--quiet", action="store_true", help="no progress bar")
     srch.set_defaults(func=cmd_search)

@@ -196,6 +196,19 @@ def gemm_ring(part: Partition, k_step: int = GEMM_K_STEP) -> tuple[int, int]:
                        f"gemm_k_per_task or gemm_mats_per_task")
 
 
+def check_kernel_build(layer, part: Partition, gemm: str = "generic", k_step: int = GEMM_K_STEP) -> None:
+    """Refuse a build the CUDA kernels cannot compile: the GEMM task must tile onto the threads
+    (`gemm_plan`), its cp.async ring must fit static shared memory (`gemm_ring`), and a warp-body build must
+    fit the warp tiling (`check_warp_tiled`). `gpu.backend.config_header` and the SimPy interpreter both ask
+    this one rule, so the simulator predicts no build the kernels refuse, and refuses none they run."""
+    if gemm not in GEMM_BODIES:
+        raise MegasimError(f"unknown GEMM body {gemm!r}; known: {', '.join(GEMM_BODIES)}")
+    gemm_plan(part)
+    gemm_ring(part, k_step)
+    if gemm == "warp":
+        check_warp_tiled(layer, part, k_step)
+
+
 def partition_key(part: Partition, flavor: Flavor = DEFAULT_FLAVOR) -> str:
     """The register table's key: the partition's fields in a fixed order, and the flavor (its GEMM body only
     where it is not the generic one, so the generic rows keep their keys)."""

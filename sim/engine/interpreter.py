@@ -3,7 +3,8 @@
 The GPU model, the dispatch policy (with its declared options) and the GEMM task's body (as
 `megasim.gpu`'s CUDA interpreter takes it: a build option) are the engine's own inputs, so they go to the
 constructor; a run is `run_kernels` over the launches `RunConfig.launch` names, its records
-and times unchanged. A replayed trace places only the megakernel's blocks, so the non-fused kernels,
+and times unchanged. A build the CUDA kernels cannot compile (`resources.check_kernel_build`) is refused
+before it runs, so no prediction is made for a build that cannot be measured. A replayed trace places only the megakernel's blocks, so the non-fused kernels,
 which it does not cover, run under the default policy.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from megasim.contract.graph import TaskGraph
 from megasim.contract.interpreter import Execution, RunConfig
 from megasim.contract.mapping import Mapping
 from megasim.contract.modes import DEFAULT_POLICY
+from megasim.contract.resources import check_kernel_build
 from megasim.engine import fused_kernels, nonfused_kernels, run_kernels
 from megasim.engine.model import GPUModel
 
@@ -29,6 +31,7 @@ class SimpyInterpreter:
         self.gemm = gemm
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
+        check_kernel_build(graph.layer, graph.partition, self.gemm)
         policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
             kernels = fused_kernels(graph, mapping, config.mode, self.gemm)

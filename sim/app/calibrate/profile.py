@@ -81,6 +81,7 @@ class _Uncertainty:
     fused_ratio: tuple[Ratio, Ratio]
     nonfused_ratio: tuple[Ratio, Ratio]
     margin_error: tuple[Finite, Finite]
+    mapping_gain: float_in(0.0, 1.0) = 1.0
 
 
 @dataclass(kw_only=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
+from megasim.contract.problem import WinogradVariant
 
 STATUSES = ("ok", "rejected", "failed", "interrupted")
 
@@ -56,11 +57,15 @@ def check_args(args):
     return config
 
 
+PIN_FLAGS = ("launch", "variant", "mode", "gemm")  # `--NAME V` pins one axis of the decision space
+
+
 def _overrides(args) -> dict:
-    """`--space` lists, with `--variant` and `--mode` as one-value lists (the same pin, said shorter)."""
+    """`--space` lists, with `--launch`, `--variant`, `--mode` and `--gemm` as one-value lists (the same pin,
+    said shorter)."""
     from megasim.app.search.space import parse_overrides
     overrides = parse_overrides(args.space)
-    for name, value in (("variant", args.variant), ("mode", args.mode)):
+    for name, value in ((n, getattr(args, n, None)) for n in PIN_FLAGS):
         if value is None:
             continue
         if name in overrides:
@@ -69,21 +74,24 @@ def _overrides(args) -> dict:
     return overrides
 
 
-def prepare(layer, args, gpu):
+def prepare(layer, args, gpu, intervals: dict | None = None):
     """(problem, space) of one layer: the GPU's partition for it as the base, the flags' space on top;
     refused here, before anything starts, if the space holds no legal point for this layer."""
     from megasim.app.catalog import partition_for
     from megasim.app.search.objective import Problem
     from megasim.app.search.space import build_space, legal_points
-    space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), _overrides(args))
+    space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), _overrides(args), layer)
     legal, example = legal_points(space, layer, gpu, limit=0)
     if legal == 0:
         raise MegasimError(f"{layer.name}: the search space has no legal point ({space.size} points; e.g. {example})")
-    variant, mode = space.setting(space.default_point())  # the reference's; each point brings its own
-    return Problem(layer, variant, gpu, args.strategy, mode=mode), space
+    reference = space.setting(space.default_point())  # each point brings its own build
+    gain = float((intervals or {}).get("mapping_gain", 1.0))
+    return Problem(layer, WinogradVariant(reference.variant), gpu, args.strategy,
+                   mapping_gain=gain).with_build(reference), space
 
 
-def search_layer(problem, space, config, storage: str, out: Path, model_note: str, executor=None) -> Found:
+def search_layer(problem, space, config, storage: str, out: Path, model_note: str, executor=None,
+                 intervals: dict | None = None) -> Found:
     """Run one layer's search and write its table, best.json and heatmaps into `out`.
 
     A search that ends with nothing simulated (every evaluation failed or was rejected) is refused with
@@ -104,12 +112,14 @@ def search_layer(problem, space, config, storage: str, out: Path, model_note: st
         raise MegasimError(f"{problem.layer.name}: {why}")
     layer, values = problem.layer, {p.name: p.values for p in space.params}
     header = {"layer": {"name": layer.name, "n": layer.n, "c": layer.c, "h": layer.h, "w": layer.w, "k": layer.k},
-              "variants": list(values["variant"]), "modes": list(values["mode"]), "gpu": problem.gpu.name,
+              "launches": list(values["launch"]), "variants": list(values["variant"]), "modes": list(values["mode"]),
+              "gemms": list(values["gemm"]), "gpu": problem.gpu.name,
               "model": model_note, "strategy": space.strategy, "method": config.method, "budget": result.budget,
               "study": result.study_name, "storage": storage, "space": space.describe(),
-              "paper_default": result.reference or {}, "nonfused_us_by_variant_partition": result.nonfused,
+              "paper_default": result.reference or {}, "nonfused_us_by_variant_partition_gemm": result.nonfused,
               "elapsed_s": elapsed, "interrupted": result.interrupted}
     found = Found(problem, space, result, outputs.rows(result, space), header, out, elapsed)
+    header["fusion_margin"] = outputs.fusion_margin(found.table, intervals)
     found.written += outputs.write_table(found.table, header, out)
     if found.best:
         found.written.append(outputs.write_best(problem, space, found.best, out, header))
@@ -144,7 +154,7 @@ def _remove_store(path: Path | None) -> None:
 
 
 def _point_text(row: dict, space) -> str:
-    """The searched parameters of a row, and its variant and mode even where they are pinned."""
+    """The searched parameters of a row, and its build's axes even where they are pinned."""
     return " ".join(f"{p.name}={row[p.name]}" for p in space.params if p.kind == "problem" or len(p.values) > 1)
 
 
@@ -167,8 +177,8 @@ def _print_outcome(found: Found, model_note: str) -> None:
     print(model_note)
     print(f"study {found.result.study_name} ({found.header['storage']})")
     print(counts_line(found))
-    if ref.get("fused_us"):
-        print(f"paper default ({_point_text(ref['point'], space)}): {ref['fused_us']:.1f} us")
+    if ref.get("time_us"):
+        print(f"paper default ({_point_text(ref['point'], space)}): {ref['time_us']:.1f} us")
     elif ref.get("rejected") or ref.get("error"):
         print(f"paper default is illegal here: {ref['rejected']}" if ref.get("rejected")
               else f"paper default failed: {ref['error']}")
@@ -176,14 +186,17 @@ def _print_outcome(found: Found, model_note: str) -> None:
     if b:
         vs = f", {b['vs_paper_default']:.3f}x over the paper default" if b.get("vs_paper_default") else ""
         nf = (f", {b['speedup_vs_nonfused']:.2f}x over non-fused F{b['variant']} {b['nonfused_us']:.1f} us"
-              if b.get("nonfused_us") else "")
-        print(f"best: {b['fused_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
+              if b.get("speedup_vs_nonfused") else "")
+        print(f"best: {b['label']}, {b['time_us']:.1f} us{vs}{nf}: {_point_text(b, space)}")
+        margin = found.header.get("fusion_margin")
+        if margin:
+            print(outputs.margin_text(margin))
         print("bench it: " + outputs.bench_command(found.out / "best.json"))
     print("wrote " + ", ".join(str(p) for p in found.written))
 
 
 def search_main(args) -> int:
-    from megasim.app.calibrate.profile import gpu_for_simulation
+    from megasim.app.calibrate.profile import simulation_model
     from megasim.app.catalog import resolve_layer
     from megasim.app.search.lock import locked_outputs
     from megasim.app.search.store import default_storage, storage_file
@@ -195,12 +208,12 @@ def search_main(args) -> int:
     if args.validate_top is not None:
         from megasim.app.search.hardware import require_gpu
         require_gpu()
-    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
-    problem, space = prepare(layer, args, gpu)
+    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated)
+    problem, space = prepare(layer, args, gpu, intervals)
     out = Path(args.out or f"out/search/{layer.name}-{gpu.name}")
     storage = args.storage or default_storage(out)
     with locked_outputs(out, storage_file(storage), storage):
-        found = search_layer(problem, space, config, storage, out, model_note)
+        found = search_layer(problem, space, config, storage, out, model_note, intervals=intervals)
         _print_outcome(found, model_note)
         if found.result.interrupted:
             done = sum(1 for r in found.table if r["status"] != "interrupted")
@@ -210,8 +223,8 @@ def search_main(args) -> int:
         if args.validate_top and found.best:
             from megasim.app.search import outputs
             from megasim.app.search.hardware import format_validation, validate_top
-            doc = validate_top(problem, space, outputs.distinct_best(found.table, space, args.validate_top),
-                               found.result.reference, out, args.reps)
+            doc = validate_top(problem, space, outputs.distinct_best(found.table, space, args.validate_top), out,
+                               args.reps, {"gpu": gpu.name, "study": found.header.get("study"), "model": model_note})
             print(format_validation(doc))
-            print(json.dumps({"regret": doc["regret"]}))
+            print(json.dumps({"regret": doc["regret"], "pick_prediction_error": doc["pick_prediction_error"]}))
     return 0

@@ -1,22 +1,26 @@
-"""`--validate-top K`: measure the K best predicted mappings and the paper default on this GPU.
+"""`--validate-top K`: measure the search's K best builds beside every build of the layer, on this GPU.
 
-Each candidate goes through `app.bench.bench_layer` (the same timing method
-as `megasim bench`: CUDA events, warm-up, median of >= 20 calls, rotated
-inputs, a correctness check) with its own variant, partition and mapping
-options, and its measured time is its own scheduling mode's. Bench's runs of
-the other variants are skipped: another variant is another candidate.
-Regret is how much slower the simulator's pick measured than the fastest
-candidate measured: measured(pick) / min(measured) - 1.
+The search ranks builds by the model; the model can be wrong where the search goes (a search is drawn
+to whatever the model makes look fast). So the K best predicted builds are measured together with the
+layer's whole discrete space (`contract.build.discrete_builds`: every launch, variant, mode and GEMM body
+at the layer's own partition and the strategy's default mapping, the set `bench` sweeps), each on the
+same inputs by `bench_build.time_builds`. Regret is how much slower the search's pick measured than the
+fastest accurate build measured: measured(pick) / fastest - 1, against the whole space, not against one
+default. The measured fastest is what the loop keeps: best.json is rewritten to name it, with its
+prediction and its measurement, so the file a user runs is the one the hardware chose.
 """
 from __future__ import annotations
 
 import json
-from argparse import Namespace
 from pathlib import Path
 
+from megasim.app.bench_build import Candidate, fastest, format_rows, time_builds
 from megasim.contract import ranking
-from megasim.io.writing import write_then_rename
+from megasim.contract.build import Build, discrete_builds
 from megasim.contract.errors import MegasimError
+from megasim.contract.graph import build_graph
+from megasim.contract.problem import WinogradVariant
+from megasim.io.writing import write_then_rename
 
 
 def require_gpu():
@@ -32,70 +36,93 @@ def require_gpu():
     return cp
 
 
-def bench_args(strategy: str, options: dict, variant: int, reps: int) -> Namespace:
-    """The argparse-like namespace `megasim bench` reads a mapping choice from (`--opt` for the options)."""
-    return Namespace(strategy=strategy, mapping=None, partition=None, reps=reps, variant=variant,
-                     opt=[f"{k}={v}" for k, v in options.items()], seed=options.get("seed"))
+def candidates(problem, space, top: list[dict]) -> list[Candidate]:
+    """The K best rows as builds (ranked first, the search's pick first of all), then every discrete build
+    of the layer at its own partition with the strategy's default mapping, each with its prediction;
+    a build already listed is not listed twice."""
+    from megasim.app.pick import rank_builds
+    out, seen = [], set()
+
+    def add(c: Candidate):
+        key = (c.build, c.options)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+
+    for r in top:
+        chosen, part, opts = problem.at(space, {p.name: r[p.name] for p in space.params})
+        b = chosen.build
+        add(Candidate(Build(b.launch, b.variant, b.mode, b.gemm, part), space.strategy,
+                      tuple(sorted(opts.items())) if b.launch == "fused" else (), r["time_us"],
+                      f"predicted #{r['rank']}: {b.label}"))
+    defaults = dict(space.default_mapping)
+    mapping_for = _default_mapping(space.strategy, defaults)
+    for ranked in rank_builds(problem.layer, space.base_partition, problem.gpu, mapping_for, problem.policy):
+        b = ranked.build
+        opts = tuple(sorted(defaults.items())) if b.launch == "fused" else ()
+        add(Candidate(b, space.strategy, opts, ranked.time_us, b.label))
+    return out
 
 
-def measure(problem, space, point: dict, reps: int, bandwidth: float) -> dict:
-    """One candidate on the GPU: its mode's fused median time, non-fused (graph) time of its variant, and
-    the correctness check of that fused run."""
-    from megasim.app.bench import bench_layer
-    from megasim.app.bench_best import TOLERANCE, timing_key
-    problem, part, opts = problem.at(space, point)
-    m = problem.variant.m
-    entry = bench_layer(problem.layer, bench_args(space.strategy, opts, m, reps), bandwidth,
-                        partition=part, baselines=False, raw_blockidx=False, variants=False)
-    t, key = entry["timings"], timing_key(problem.mode, m, m)
-    return {"measured_fused_us": t[key]["median_us"], "measured_fused_p10_us": t[key]["p10_us"],
-            "measured_fused_p90_us": t[key]["p90_us"],
-            "measured_nonfused_graph_us": t["nonfused-graph"]["median_us"],
-            "rel_err": entry["checks"][key]["rel_err"],
-            "within_tolerance": entry["checks"][key]["rel_err"] <= TOLERANCE[m]}
+def _default_mapping(strategy: str, defaults: dict):
+    from megasim.contract.mapping import make
+    return lambda graph: make(graph, strategy, **defaults)
 
 
-def regret(rows: list[dict]) -> float | None:
-    """measured(first row, the simulator's pick) / fastest measured - 1."""
-    times = [r["measured_fused_us"] for r in rows if r.get("measured_fused_us")]
-    if not times or not rows[0].get("measured_fused_us"):
-        return None
-    return ranking.regret(rows[0]["measured_fused_us"], times)
+def summarise(rows: list[dict]) -> dict:
+    """Regret of the search's pick (the first row) against the fastest accurate build, and its
+    prediction error."""
+    best = fastest(rows)
+    pick = rows[0]
+    times = [r["measured_us"] for r in rows if r.get("accurate") and r.get("measured_us")]
+    regret = (ranking.regret(pick["measured_us"], times)
+              if pick.get("accurate") and pick.get("measured_us") and times else None)
+    return {"pick": pick["label"], "pick_measured_us": pick.get("measured_us"),
+            "pick_prediction_error": pick.get("prediction_error"), "fastest": best and best["label"],
+            "fastest_measured_us": best and best["measured_us"], "regret": regret,
+            "regret_definition": "measured(search's pick) / fastest accurate measured build - 1"}
 
 
-def validate_top(problem, space, top: list[dict], reference: dict | None, out: Path, reps: int = 20) -> dict:
-    """Measure `top` (ranked rows) plus the paper default; write validation.json; return the document."""
-    cp = require_gpu()
+def validate_top(problem, space, top: list[dict], out: Path, reps: int = 20, header_extra: dict | None = None) -> dict:
+    """Measure the candidates, write validation.json, and rewrite best.json to name the fastest measured
+    build; return the document."""
+    require_gpu()
     from megasim.gpu.backend import measurement_header
-    from megasim.app.bench import copy_bandwidth
-    bw = copy_bandwidth(cp)
-    names = [p.name for p in space.params]
-    candidates = [{"label": f"predicted #{r['rank']}", "point": {n: r[n] for n in names},
-                   "predicted_fused_us": r["fused_us"]} for r in top]
-    if reference and reference.get("rejected") is None:
-        ref_point = {n: reference["point"][n] for n in names}
-        if all(c["point"] != ref_point for c in candidates):
-            candidates.append({"label": "paper default", "point": ref_point,
-                               "predicted_fused_us": reference.get("fused_us")})
-    for c in candidates:
-        c.update(measure(problem, space, c["point"], reps, bw))
-        cp.get_default_memory_pool().free_all_blocks()
-    ranked = [c for c in candidates if c["label"] != "paper default"]
-    doc = {"header": {**measurement_header(), "reps": reps},
-           "layer": problem.layer.name, "candidates": candidates, "regret": regret(ranked + [
-               c for c in candidates if c["label"] == "paper default"]),
-           "regret_definition": "measured(simulator's pick) / fastest measured candidate - 1"}
+    cands = candidates(problem, space, top)
+    rows = time_builds(problem.layer, cands, reps)
+    doc = {"header": {**measurement_header(), "reps": reps}, "layer": problem.layer.name,
+           "candidates": rows, **summarise(rows)}
     with write_then_rename(out / "validation.json") as tmp:
-        tmp.write_text(json.dumps(doc, indent=1))
+        tmp.write_text(json.dumps(doc, indent=1, default=str))
+    best = fastest(rows)
+    if best is not None:
+        chosen = cands[rows.index(best)]
+        doc["best_json"] = str(write_measured_best(problem, chosen, best, out, header_extra or {}))
     return doc
 
 
+def write_measured_best(problem, chosen: Candidate, row: dict, out: Path, extra: dict) -> Path:
+    """best.json naming the fastest measured build, its prediction and its measurement beside it."""
+    from megasim.app.search.outputs import bench_command
+    from megasim.contract.mapping.io import save_mapping
+    b = chosen.build
+    graph = build_graph(problem.layer, WinogradVariant(b.variant), b.partition)
+    path = out / "best.json"
+    doc = {"search": {**extra, "predicted_us": chosen.predicted_us, "label": b.label,
+                      "bench_command": bench_command(path)},
+           "measured": {"us": row["measured_us"], "rel_err": row["rel_err"],
+                        "chosen_by": "the fastest accurate build --validate-top measured"}}
+    return save_mapping(path, graph, chosen.mapping(graph), doc, mode=b.mode, launch=b.launch, gemm=b.gemm)
+
+
 def format_validation(doc: dict) -> str:
-    lines = [f"{'candidate':15} {'variant/mode':>16} {'predicted us':>12} {'measured us':>12} {'rel err':>8}"]
-    for c in doc["candidates"]:
-        setting = f"F{c['point']['variant']}/{c['point']['mode']}"
-        lines.append(f"{c['label']:15} {setting:>16} {c['predicted_fused_us'] or float('nan'):12.1f} "
-                     f"{c['measured_fused_us'] or float('nan'):12.1f} {c['rel_err']:8.1e}")
+    lines = [format_rows(doc["candidates"])]
     r = doc["regret"]
-    lines.append("regret of the simulator's pick: " + ("n/a" if r is None else f"{100 * r:.1f}%"))
+    lines.append(f"search's pick: {doc['pick']}; fastest measured: {doc['fastest']} "
+                 f"({doc['fastest_measured_us'] or float('nan'):.1f} us)")
+    perr = doc.get("pick_prediction_error")
+    lines.append("regret of the search's pick: " + ("n/a" if r is None else f"{100 * r:.1f}%")
+                 + ("" if perr is None else f"; its prediction error {perr:+.1%}"))
+    if doc.get("best_json"):
+        lines.append(f"best.json now names the fastest measured build: {doc['best_json']}")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Heatmaps of predicted fused time over (D_IG, M) and (D_GO, M): paper Figs. 9 and 10, simulated.
 
-A cell holds the best predicted time among the evaluations with that pair
-of values (the other parameters free), shown as speedup over the paper's
+A cell holds the best predicted fused time among the evaluations with that
+pair of values (the other parameters free; a non-fused build has no mapping,
+so it has no cell), shown as speedup over the paper's
 default parameters (a diverging scale centred on 1.0) when that reference
 exists, else in microseconds. Under each value: the time and how many
 evaluations the cell saw, so a sparse TPE search reads as sparse; cells never
@@ -29,7 +30,7 @@ def grid_of(table: list[dict], x: str, y: str, xs, ys) -> tuple[np.ndarray, np.n
     count = np.zeros((len(ys), len(xs)), dtype=int)
     xi, yi = {v: i for i, v in enumerate(xs)}, {v: i for i, v in enumerate(ys)}
     for r in table:
-        if r["status"] != "ok" or r.get(x) not in xi or r.get(y) not in yi:
+        if r["status"] != "ok" or r.get("fused_us") is None or r.get(x) not in xi or r.get(y) not in yi:
             continue
         j, i = xi[r[x]], yi[r[y]]
         count[i, j] += 1
@@ -38,12 +39,12 @@ def grid_of(table: list[dict], x: str, y: str, xs, ys) -> tuple[np.ndarray, np.n
 
 
 def plot_pair(table, space, x, y, xlabel, path, title, reference=None):
-    """One heatmap; `reference` is the paper-default dict (its point and fused_us) or None."""
+    """One heatmap; `reference` is the paper-default dict (its point and time_us) or None."""
     from matplotlib.colors import TwoSlopeNorm
     values = {p.name: p.values for p in space.params}
     xs, ys = values[x], values[y]
     best, count = grid_of(table, x, y, xs, ys)
-    ref_us = (reference or {}).get("fused_us")
+    ref_us = (reference or {}).get("time_us")
     shown = ref_us / best if ref_us else best
     finite = shown[np.isfinite(shown)]
     # Never smaller than the title, the two-line x label and the y label need: a 2x2 space clipped them.

@@ -1,14 +1,15 @@
 """One run of the ask/evaluate/tell loop over one (in-memory) study.
 
 Optuna asks in this thread only; the executor (a process pool, inline, or
-a Dask cluster) just runs `objective.fused` and `objective.nonfused_us`.
+a Dask cluster) just runs `objective.evaluate` and `objective.nonfused_us`.
 Up to `depth` evaluations are in flight, twice the workers, so a worker
 finishing never waits for this thread to tell and ask again (TPE's
 constant liar accounts for the ones in flight). Each sampled point goes
 through three gates before it costs a simulation:
 
-1. already evaluated in this study (TPE repeats itself on a finite space):
-   told the stored value, marked `cached`;
+1. already evaluated in this study (TPE repeats itself on a finite space;
+   every sample of a non-fused build is its one canonical point,
+   `Space.canonical`): told the stored value, marked `cached`;
 2. illegal (`space.reject_reason`): told PRUNED with the reason;
 3. otherwise submitted.
 
@@ -47,7 +48,7 @@ class Loop:
         self.study, self.executor, self.writer = study, executor, writer
         self.depth = 2 * workers if workers > 1 else 1
         self.done_q: queue.Queue = queue.Queue()
-        self.inflight: dict = {}         # future -> ("fused", trial, point) | ("nonfused", key) | ("reference",)
+        self.inflight: dict = {}         # future -> ("point", trial, point) | ("nonfused", key) | ("reference",)
         self.asked: dict = {}            # trial number -> optuna Trial, until told
         self.cache: dict = {}            # point key -> (value, user attrs) of COMPLETE trials
         self.covered: set = set()        # point keys finished in any state but interrupted
@@ -60,11 +61,15 @@ class Loop:
         self._ref_key = None
         self.sizes: dict = {}            # (variant, partition) -> size refusal or None (space.reject_reason)
 
+    def key(self, point: dict) -> str:
+        """The cache key of a sampled point: its canonical point's."""
+        return point_key(self.space.canonical(point))
+
     def load(self) -> None:
         """Count, cache and cover what the study holds; queue the points of interrupted trials again."""
         again = []
         for t in self.study.get_trials(deepcopy=False):
-            kind, key = outcome(t), point_key(t.params)
+            kind, key = outcome(t), self.key(t.params)
             if kind == "interrupted":
                 again.append((key, t.params))
             elif t.state.name in DONE_STATES:
@@ -88,10 +93,10 @@ class Loop:
         if why is not None:
             self._set_reference({})
         elif fresh and self.config.method != "grid" and space.contains(point):
-            self._ref_key = point_key(point)
+            self._ref_key = self.key(point)
             self.pending.insert(0, point)
         else:
-            self.submit(objective.fused, (problem, part, opts), ("reference",))
+            self.submit(objective.evaluate, (problem, part, opts), ("reference",))
 
     def _set_reference(self, stats: dict) -> None:
         self.reference = {**self._ref, **stats}
@@ -108,14 +113,14 @@ class Loop:
         self.inflight[fut] = tag
         fut.add_done_callback(self.done_q.put)
 
-    def fused_inflight(self) -> int:
-        return sum(1 for tag in self.inflight.values() if tag[0] == "fused")
+    def points_inflight(self) -> int:
+        return sum(1 for tag in self.inflight.values() if tag[0] == "point")
 
     def want_more(self, target: int) -> bool:
-        if self.done + self.fused_inflight() >= target:
+        if self.done + self.points_inflight() >= target:
             return False
         if self.config.method == "grid":
-            busy = {point_key(tag[2]) for tag in self.inflight.values() if tag[0] == "fused"}
+            busy = {self.key(tag[2]) for tag in self.inflight.values() if tag[0] == "point"}
             return len(self.covered | busy) < self.space.size
         return True
 
@@ -126,7 +131,7 @@ class Loop:
         trial = self.study.ask()
         self.asked[trial.number] = trial
         point = {p.name: trial.suggest_categorical(p.name, list(p.values)) for p in self.space.searched}
-        key = point_key(point)
+        key = self.key(point)
         if key in self.cache:
             value, attrs = self.cache[key]
             self._tell(trial, key, value, {**attrs, "cached": True})
@@ -136,11 +141,12 @@ class Loop:
             self._tell(trial, key, None, {"rejected": why}, TrialState.PRUNED)
             return
         problem, part, opts = self.problem.at(self.space, point)
-        nkey = nonfused_key(problem.variant, part)
-        if self.config.nonfused and nkey not in self.nonfused and nkey not in self.nonfused_pending:
+        nkey = nonfused_key(problem.variant, part, problem.gemm)
+        if (self.config.nonfused and problem.launch == "fused" and nkey not in self.nonfused
+                and nkey not in self.nonfused_pending):
             self.nonfused_pending.add(nkey)
             self.submit(objective.nonfused_us, (problem, part), ("nonfused", nkey))
-        self.submit(objective.fused, (problem, part, opts), ("fused", trial, point))
+        self.submit(objective.evaluate, (problem, part, opts), ("point", trial, point))
 
     def _tell(self, trial, key, value, attrs: dict, state=None) -> None:
         for k, v in attrs.items():
@@ -172,22 +178,26 @@ class Loop:
             return
         error = None if exc is None else f"{type(exc).__name__}: {exc}".splitlines()[0]
         stats = fut.result() if exc is None else {}
-        if tag[0] == "reference" or (tag[0] == "fused" and point_key(tag[2]) == self._ref_key):
+        if tag[0] == "reference" or (tag[0] == "point" and self.key(tag[2]) == self._ref_key):
             self._set_reference(stats if error is None else {"error": error})
         if tag[0] == "reference":
             if error is None:
-                self.cache[self._key_of_ref()] = (stats["fused_us"], stats)
+                self.cache[self._key_of_ref()] = (stats["time_us"], stats)
             return
         _, trial, point = tag
-        key = point_key(point)
+        key = self.key(point)
         if error is not None:
             self._tell(trial, key, None, {"error": error}, TrialState.FAIL)
             return
-        self._tell(trial, key, stats["fused_us"], stats)
-        self.cache[key] = (stats["fused_us"], stats)
+        self._tell(trial, key, stats["time_us"], stats)
+        self.cache[key] = (stats["time_us"], stats)
+        problem, part, _ = self.problem.at(self.space, point)
+        if problem.launch == "nonfused":
+            self.nonfused[nonfused_key(problem.variant, part, problem.gemm)] = stats["time_us"]
+            self.set_attr("nonfused", dict(self.nonfused))
 
     def _key_of_ref(self) -> str:
-        return point_key({p.name: self.reference["point"][p.name] for p in self.space.searched})
+        return self.key({p.name: self.reference["point"][p.name] for p in self.space.searched})
 
     def stop(self) -> None:
         """Ctrl-C: tell every asked, untold trial FAIL as interrupted, with who ran it."""
@@ -197,7 +207,7 @@ class Loop:
 
     def run(self, target: int, progress) -> None:
         while True:
-            while self.fused_inflight() < self.depth and self.want_more(target):
+            while self.points_inflight() < self.depth and self.want_more(target):
                 self.ask_one()
                 progress(self.done, self.best)
             if self.writer is not None:
@@ -216,7 +226,8 @@ class Loop:
             progress(self.done, self.best)
 
 
-def nonfused_key(variant, part) -> str:
-    """The non-fused kernels' key: they depend on the variant and the partition, not on the mode."""
+def nonfused_key(variant, part, gemm: str = "generic") -> str:
+    """The non-fused kernels' key: they depend on the variant, the partition and the GEMM body, not on the
+    mode or the mapping."""
     import json
-    return json.dumps({"variant": variant.m, "partition": part.to_dict()}, sort_keys=True)
+    return json.dumps({"variant": variant.m, "partition": part.to_dict(), "gemm": gemm}, sort_keys=True)

@@ -8,9 +8,8 @@ best.json, heatmaps and, by default, its study.journal), so `megasim simulate
 resumes every layer's study. The layers are searched one after another on
 one executor (the process pool or the Dask cluster), each with several
 evaluations in flight, so the workers stay busy across the whole network.
-The summary weights each layer's best fused time and its non-fused time
-(the four kernels of the best point's own variant and partition) by its
-count, as the paper's network totals do.
+The summary weights each layer's best build, its fastest fused build and its
+fastest non-fused build by its count, as the paper's network totals do.
 """
 from __future__ import annotations
 
@@ -53,39 +52,46 @@ def distinct_layers(entries) -> list[NetworkLayer]:
 
 
 def summary(network: str, gpu: str, model: str, budget, layers: list[NetworkLayer], found: dict) -> dict:
-    """Per layer: count, best fused, its non-fused, speedup; totals weighted by count (None if a layer
-    has no result)."""
+    """Per layer: count, the best build and its time, the fastest fused and non-fused builds (the fusion
+    margin); totals weighted by count (None if a layer has no result)."""
     rows = []
     for nl in layers:
         f = found.get(nl.folder)
         best = f.best if f else None
+        margin = (f.header.get("fusion_margin") if f else None) or {}
         L = nl.layer
         rows.append({"layer": nl.folder, "names": nl.names, "shape": [L.n, L.c, L.h, L.w, L.k], "count": nl.count,
-                     "best_fused_us": best and best["fused_us"], "nonfused_us": best and best["nonfused_us"],
-                     "speedup": best and best["speedup_vs_nonfused"],
-                     "paper_default_fused_us": f and (f.result.reference or {}).get("fused_us"),
+                     "best": best and best["label"], "best_us": best and best["time_us"],
+                     "fused_us": margin.get("fused_us"), "nonfused_us": margin.get("nonfused_us"),
+                     "speedup": margin and margin["nonfused_us"] / margin["fused_us"],
+                     "paper_default_us": f and (f.result.reference or {}).get("time_us"),
                      "best_point": best and {p.name: best[p.name] for p in f.space.params},
                      "best_json": str(f.out / "best.json") if best else None})
-    complete = all(r["best_fused_us"] and r["nonfused_us"] for r in rows)
-    fused = sum(r["count"] * r["best_fused_us"] for r in rows) if complete else None
-    nonfused = sum(r["count"] * r["nonfused_us"] for r in rows) if complete else None
+    totals = {}
+    for key in ("best_us", "fused_us", "nonfused_us"):
+        complete = all(r[key] for r in rows)
+        totals[key] = sum(r["count"] * r[key] for r in rows) if complete else None
+    totals["speedup"] = (totals["nonfused_us"] / totals["fused_us"]
+                         if totals["fused_us"] and totals["nonfused_us"] else None)
+    totals["complete"] = all(totals[k] is not None for k in ("best_us", "fused_us", "nonfused_us"))
     return {"network": network, "gpu": gpu, "model": model, "budget_per_layer": budget, "layers": rows,
-            "totals": {"fused_us": fused, "nonfused_us": nonfused,
-                       "speedup": nonfused / fused if complete else None, "complete": complete}}
+            "totals": totals}
 
 
 def table_text(doc: dict) -> str:
     def num(v, fmt):
         return format(v, fmt) if v is not None else "-"
-    lines = [f"{doc['network']} on {doc['gpu']}: best fused time per distinct layer",
-             f"{'layer':14} {'shape':>22} {'count':>5} {'best fused us':>13} {'non-fused us':>12} {'speedup':>7}"]
+    lines = [f"{doc['network']} on {doc['gpu']}: the best build per distinct layer, and fused against non-fused",
+             f"{'layer':14} {'shape':>22} {'count':>5} {'best build':>28} {'best us':>9} {'fused us':>9} "
+             f"{'non-fused us':>12} {'fusing':>7}"]
     for r in doc["layers"]:
         shape = "x".join(map(str, r["shape"][:4])) + f"->{r['shape'][4]}"
-        lines.append(f"{r['layer']:14} {shape:>22} {r['count']:5d} {num(r['best_fused_us'], '13.1f')} "
-                     f"{num(r['nonfused_us'], '12.1f')} {num(r['speedup'], '6.2f')}x")
+        lines.append(f"{r['layer']:14} {shape:>22} {r['count']:5d} {r['best'] or '-':>28} {num(r['best_us'], '9.1f')} "
+                     f"{num(r['fused_us'], '9.1f')} {num(r['nonfused_us'], '12.1f')} {num(r['speedup'], '6.2f')}x")
     t = doc["totals"]
-    lines.append(f"{'total (x count)':14} {'':>22} {sum(r['count'] for r in doc['layers']):5d} "
-                 f"{num(t['fused_us'], '13.1f')} {num(t['nonfused_us'], '12.1f')} {num(t['speedup'], '6.2f')}x")
+    lines.append(f"{'total (x count)':14} {'':>22} {sum(r['count'] for r in doc['layers']):5d} {'':>28} "
+                 f"{num(t['best_us'], '9.1f')} {num(t['fused_us'], '9.1f')} {num(t['nonfused_us'], '12.1f')} "
+                 f"{num(t['speedup'], '6.2f')}x")
     return "\n".join(lines)
 
 
@@ -100,15 +106,15 @@ def write_summary(doc: dict, out: Path) -> list[Path]:
 
 def search_network(args, config) -> int:
     from megasim.app import catalog
-    from megasim.app.calibrate.profile import gpu_for_simulation
+    from megasim.app.calibrate.profile import simulation_model
     from megasim.app.search.command import counts_line, prepare, search_layer
     from megasim.app.search.lock import locked_outputs
     from megasim.app.search.runner import open_executor
     from megasim.app.search.store import default_storage, storage_file
     entries = catalog.load_network(args.network)
-    gpu, model_note = gpu_for_simulation(args.gpu, args.uncalibrated)
+    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated)
     layers = distinct_layers(entries)
-    prepared = {nl.folder: prepare(nl.layer, args, gpu) for nl in layers}
+    prepared = {nl.folder: prepare(nl.layer, args, gpu, intervals) for nl in layers}
     out = Path(args.out or f"out/search/{args.network}-{gpu.name}")
     found, interrupted = {}, False
     with locked_outputs(out, storage_file(args.storage), args.storage):
@@ -118,7 +124,7 @@ def search_network(args, config) -> int:
                 folder = out / nl.folder
                 storage = args.storage or default_storage(folder)
                 with locked_outputs(folder):
-                    f = search_layer(*prepared[nl.folder], config, storage, folder, model_note, executor)
+                    f = search_layer(*prepared[nl.folder], config, storage, folder, model_note, executor, intervals)
                 found[nl.folder] = f
                 print(f"{nl.folder} (x{nl.count}): {counts_line(f)}")
                 if f.result.interrupted:

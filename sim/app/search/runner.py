@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from megasim.contract.errors import MegasimError
 from megasim.app.search import objective
 from megasim.app.search.loop import Loop, nonfused_key, point_key  # noqa: F401  (re-exported)
-from megasim.app.search.space import Space, legal_points
+from megasim.app.search.space import PROBLEM_VALUES, Space, legal_points
 
 METHODS = ("tpe", "random", "grid")
 
@@ -91,12 +91,14 @@ def spec_hash(gpu) -> str:
 
 
 def study_name(problem: objective.Problem, space: Space) -> str:
-    """Readable where it can be (the variants and modes searched: F4/static when pinned, F2,4,6/... when
-    searched); the space's hash keeps every space, pinned or searched, in a study of its own."""
+    """Readable where it can be (the build axes searched: fused/F4/static/generic when pinned,
+    fused,nonfused/F2,4,6/... when searched); the space's hash keeps every space, pinned or searched, in a
+    study of its own."""
     L = problem.layer
     values = {p.name: p.values for p in space.params}
-    return (f"megasim-search/{L.name}/{L.n},{L.c},{L.h},{L.w},{L.k}/F{','.join(map(str, values['variant']))}/"
-            f"{','.join(values['mode'])}/{problem.gpu.name}-{spec_hash(problem.gpu)}/{problem.policy}/"
+    axes = "/".join(("F" if axis == "variant" else "") + ",".join(map(str, values[axis])) for axis in PROBLEM_VALUES)
+    return (f"megasim-search/{L.name}/{L.n},{L.c},{L.h},{L.w},{L.k}/{axes}/"
+            f"{problem.gpu.name}-{spec_hash(problem.gpu)}/{problem.policy}/"
             f"{space.strategy}-{space.key()}")
 
 

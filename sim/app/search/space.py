@@ -1,15 +1,27 @@
 """The search space: a finite, ordered list of values per parameter, and what makes a point legal.
 
-A parameter is the Winograd variant (`variant`, the m of F(m x m, 3 x 3)) or
-the megakernel's scheduling mode (`mode`), both "problem" parameters that
-decide which graph is built and how it runs; an option of the mapping
-strategy (`dig`, `dgo`, `m` for `paper`; `seed` for `random_topo`), whose
-values the strategy declares (`megasim.contract.options`); or a `Partition`
-field. Parameters with one value are fixed and never shown to the sampler.
-Every sampler draws from the same lists, so grid, random and TPE search one
-space and a heatmap cell is always a declared value.
+A parameter is an axis of the decision space (`megasim.contract.build.AXES`:
+the launch, fused or non-fused; the Winograd variant; the megakernel's
+scheduling mode; the GEMM body), a "problem" parameter that decides which
+graph is built and how it runs; an option of the mapping strategy (`dig`,
+`dgo`, `m` for `paper`; `seed` for `random_topo`), whose values the strategy
+declares (`megasim.contract.options`); or a `Partition` field. Parameters with
+one value are fixed and never shown to the sampler. Every sampler draws from
+the same lists, so grid, random and TPE search one space and a heatmap cell
+is always a declared value.
 
-Legality is checked from arithmetic alone (no graph is built): the partition
+By default the partition is not searched: every build runs on the layer's own
+partition (its row of the GPU's table, widened to 128 output channels per
+task for the warp body, as `bench` runs it). That is where the model was
+calibrated (every calibration run used it); searched partitions took the
+model into corners where its pick was predicted 14% too fast on average
+(H200, 2026-11-27). `--space FIELD=...` opens a field, and a partition field
+a space does not open comes from the point's GEMM body's own partition.
+
+Legality is checked from arithmetic alone (no graph is built). A non-fused
+build has no scheduling mode and no mapping: every sample of it stands for
+its one canonical point (`Space.canonical`: static, the strategy's default
+options), so the sampler reaches it as often as any fused build. The partition
 must be constructible, its megakernel block must fit on an SM of the chosen
 GPU, and the CUDA kernels must be able to build it (the GEMM task tiles onto
 the threads, its shared-memory ring fits the 48 KiB static limit; the rules
@@ -30,6 +42,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from megasim.contract.build import AXES, Build
+from megasim.contract.resources import GEMM_BODIES, warp_partition
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import Geometry
 from megasim.contract.mapping import MAPPINGS
@@ -37,24 +50,14 @@ from megasim.contract.options import declared, search_values
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.ranges import DataRanges
 from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resources
-from megasim.contract.scheduling import check_mode
 from megasim.contract.size import check_size
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
-# Every variant and mode is searched unless pinned; the paper's point is F(4x4), static.
-# The decision space's axes as the contract declares them (`megasim.contract.build.AXES`). The GEMM body and the
-# launch are not searched yet: the objective is the megakernel's time under the generic body.
-PROBLEM_VALUES = {axis: AXES[axis] for axis in ("variant", "mode")}
-PROBLEM_DEFAULTS = {"variant": Build().variant, "mode": Build().mode}
-
-# Partition values searched unless --space says otherwise (strategy options declare their own);
-# the base (default) value is always added.
-PARTITION_VALUES = {
-    "tiles_per_group": (32, 64, 128),
-    "gemm_k_per_task": (32, 64, 128),
-    "gemm_mats_per_task": (1, 2, 4),
-    "threads": (128, 256),
-}
+# Every axis of the decision space is searched unless pinned; the paper's point is a fused F(4x4), static build
+# with the generic GEMM body (`Build()`).
+PROBLEM_VALUES = dict(AXES)
+PROBLEM_DEFAULTS = {axis: getattr(Build(), axis) for axis in AXES}
+NAMED_VALUES = ("launch", "mode", "gemm")  # parameters whose values are names, not integers
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Space:
     params: tuple[Param, ...]
     base_partition: Partition
     default_mapping: tuple  # ((name, value), ...): the strategy's own defaults
+    body_partitions: tuple = ()  # ((gemm body, Partition), ...): each body's own, where it differs from the base
 
     @property
     def searched(self) -> tuple[Param, ...]:
@@ -93,16 +97,32 @@ class Space:
         return {**{p.name: p.values[0] for p in self.params if len(p.values) == 1}, **point}
 
     def split(self, point: dict) -> tuple[Partition, dict]:
-        """(partition, mapping options) of a point; may raise MegasimError."""
-        point = self.complete(point)
-        part = {f: point.get(f, getattr(self.base_partition, f)) for f in PARTITION_FIELDS}
-        return Partition(**part), {k: v for k, v in point.items()
-                                   if k not in PARTITION_FIELDS and k not in PROBLEM_VALUES}
+        """(partition, mapping options) of a point; may raise MegasimError. A partition field the space
+        does not search comes from the point's GEMM body's own partition."""
+        point = self.complete(self.canonical(point))
+        body = dict(self.body_partitions).get(point.get("gemm"))
+        searched = {p.name for p in self.searched}
+        part = {f: point[f] if f in searched or body is None else getattr(body, f) for f in PARTITION_FIELDS}
+        return Partition(**part), self.options(point)
 
-    def setting(self, point: dict) -> tuple[WinogradVariant, str]:
-        """(variant, scheduling mode) of a point."""
-        point = self.complete(point)
-        return WinogradVariant(point["variant"]), point["mode"]
+    def options(self, point: dict) -> dict:
+        """The mapping options of a point."""
+        return {k: v for k, v in self.complete(point).items() if k not in PARTITION_FIELDS and k not in PROBLEM_VALUES}
+
+    def setting(self, point: dict) -> Build:
+        """The build of a point: launch, variant, scheduling mode and GEMM body (its partition: `split`)."""
+        point = self.complete(self.canonical(point))
+        return Build(**{axis: point[axis] for axis in PROBLEM_VALUES})
+
+    def canonical(self, point: dict) -> dict:
+        """The point that stands for `point`'s build: a non-fused build has no scheduling mode and no
+        mapping, so its mode and mapping options are the defaults whatever was sampled. Points with one
+        canonical point are one evaluation (the search caches by it), so every sample of a non-fused
+        build counts instead of being thrown away."""
+        if {**self.complete({}), **point}.get("launch") != "nonfused":
+            return point
+        fixed = {"mode": PROBLEM_DEFAULTS["mode"], **dict(self.default_mapping)}
+        return {k: fixed.get(k, v) for k, v in point.items()}
 
     def default_point(self) -> dict:
         """The paper's defaults on the base partition, as searched parameters.
@@ -120,11 +140,13 @@ class Space:
     def key(self) -> str:
         """A short hash of everything that decides which points exist."""
         doc = {"strategy": self.strategy, "base": self.base_partition.to_dict(),
-               "params": {p.name: list(p.values) for p in self.params}}
+               "params": {p.name: list(p.values) for p in self.params},
+               "bodies": {g: p.to_dict() for g, p in self.body_partitions}}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:10]
 
     def describe(self) -> dict:
         return {"strategy": self.strategy, "base_partition": self.base_partition.to_dict(),
+                "body_partitions": {g: p.to_dict() for g, p in self.body_partitions},
                 "params": {p.name: list(p.values) for p in self.params}, "size": self.size, "key": self.key()}
 
 
@@ -139,7 +161,7 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
         values = [v.strip() for v in text.split(",") if v.strip()]
         if not values:
             raise MegasimError(f"--space {name}: empty list of values")
-        if name == "mode":  # the one parameter whose values are names; build_space checks them
+        if name in NAMED_VALUES:  # build_space checks them
             parsed = tuple(values)
         else:
             try:
@@ -155,21 +177,22 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
     return out
 
 
-def build_space(strategy: str, base_partition: Partition, overrides: dict[str, tuple] | None = None) -> Space:
-    """The default space for a strategy, with `overrides` replacing whole value lists."""
+def build_space(strategy: str, base_partition: Partition, overrides: dict[str, tuple] | None = None,
+                layer: Layer | None = None) -> Space:
+    """The default space for a strategy, with `overrides` replacing whole value lists. With `layer`, the warp
+    body's points run on its own partition (`warp_partition`) unless `--space` names gemm_k_per_task."""
     options = MAPPINGS.get(strategy).options
     defaults = {o.name: o.default for o in declared(options)}
-    searched = {**PARTITION_VALUES, **search_values(options)}
+    searched = search_values(options)
     known = list(PROBLEM_VALUES) + list(defaults) + list(PARTITION_FIELDS)
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise MegasimError(f"unknown search parameter(s) {unknown} for strategy {strategy!r}; "
                            f"known: {', '.join(known)}")
-    for m in overrides.get("variant", ()):
-        WinogradVariant(m)
-    for mode in overrides.get("mode", ()):
-        check_mode(mode)
+    for axis in PROBLEM_VALUES:
+        for value in overrides.get(axis, ()):
+            Build(**{axis: value})
     base = base_partition.to_dict()
     params = [Param(name, tuple(overrides.get(name, values)), "problem") for name, values in PROBLEM_VALUES.items()]
     for name in known[len(PROBLEM_VALUES):]:
@@ -180,11 +203,16 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
         else:
             values = tuple(sorted(set(searched.get(name, ())) | {start}))
         params.append(Param(name, values, kind))
-    return Space(strategy, tuple(params), base_partition, tuple(defaults.items()))
+    bodies = ()
+    if layer is not None and "gemm_k_per_task" not in overrides:
+        pinned = {f: v[0] for f, v in overrides.items() if f in PARTITION_FIELDS and len(v) == 1}
+        wide = warp_partition(layer, Partition(**{**base, **pinned}))
+        bodies = tuple((g, wide) for g in GEMM_BODIES if g == "warp")
+    return Space(strategy, tuple(params), base_partition, tuple(defaults.items()), bodies)
 
 
 @lru_cache(maxsize=4096)
-def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition) -> str | None:
+def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition, gemm: str) -> str | None:
     """Why the CUDA kernels refuse to build this partition, or None.
 
     Asked of `gpu.backend.config_header`, the function that writes a build's
@@ -194,7 +222,7 @@ def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition) -> s
     """
     from megasim.gpu.backend import KernelConfig, config_header
     try:
-        config_header(KernelConfig(layer=layer, variant=variant, partition=part))
+        config_header(KernelConfig(layer=layer, variant=variant, partition=part, gemm=gemm))
     except MegasimError as exc:
         return "kernels cannot build it: " + re.sub(r"^partition Partition\(.*?\): ", "", str(exc))
     return None
@@ -209,15 +237,18 @@ def _size_reason(layer: Layer, variant: WinogradVariant, part: Partition, num_ta
 
 
 def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | None = None) -> str | None:
-    """Why `point` (its variant, partition and options) is illegal for this layer and GPU, or None.
+    """Why `point` (its build, partition and options) is illegal for this layer and GPU, or None.
 
     `sizes` keeps the size verdict of each (variant, partition) across calls, which many points share.
     """
     try:
         part, opts = space.split(point)
-        variant, _ = space.setting(point)
+        build = space.setting(point)
     except MegasimError as exc:
         return str(exc)
+    variant, fused = WinogradVariant(build.variant), build.launch == "fused"
+    if not fused:
+        opts = dict(space.default_mapping)
     geo = Geometry.of(layer, variant, part)
     sizes = {} if sizes is None else sizes
     if (variant, part) not in sizes:
@@ -231,10 +262,11 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | No
     if part.gemm_mats_per_task > variant.alpha ** 2:
         return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
     try:
-        blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part)))
+        if fused:
+            blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part, build.gemm)))
     except MegasimError as exc:
         return f"megakernel block does not fit on {gpu.name}: {exc}"
-    why = _kernel_reason(layer, variant, part)
+    why = _kernel_reason(layer, variant, part, build.gemm)
     if why:
         return why
     if "m" in opts and opts["m"] > geo.n_g:

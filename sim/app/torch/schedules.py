@@ -31,7 +31,7 @@ from pathlib import Path
 
 from megasim.contract.errors import MegasimError
 from megasim.io.writing import write_then_rename
-from megasim.contract.problem import Layer, Partition
+from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 SCHEMA = 1
 DEFAULT_BUDGET = 16
@@ -138,9 +138,10 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     from megasim.gpu.backend import kernel_build_hash
     gpu, note = gpu_for_simulation(gpu_name)
     layer = Schedule(shape, 4, Partition(), "static", "paper").layer
-    space = build_space("paper", partition_for(layer, gpu.name), {"variant": tuple(variants)})
-    variant, mode = space.setting(space.default_point())
-    problem = Problem(layer, variant, gpu, "paper", mode=mode)
+    space = build_space("paper", partition_for(layer, gpu.name),
+                        {"variant": tuple(variants), "launch": ("fused",), "gemm": ("generic",)}, layer)
+    reference = space.setting(space.default_point())
+    problem = Problem(layer, WinogradVariant(reference.variant), gpu, "paper").with_build(reference)
     legal, example = legal_points(space, layer, gpu, limit=0)
     if not legal:
         raise NoLegalPoint(example)
@@ -153,7 +154,7 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     chosen, part, opts = problem.at(space, {p.name: best[p.name] for p in space.params})
     return Schedule(tuple(shape), chosen.variant.m, part, chosen.mode, "paper", opts, gpu.name, kernel_build_hash(),
                     f"search: {len(result.trials)} TPE evaluations on {note.removeprefix('model: ')}",
-                    float(best["fused_us"]))
+                    float(best["time_us"]))
 
 
 def _mapping_files(folder: Path) -> dict[tuple, Path]:
@@ -175,7 +176,7 @@ def from_mapping_file(path: Path, gpu: str) -> Schedule:
     from megasim.gpu.backend import kernel_build_hash
     doc = read_mapping_file(path)
     layer, variant, part = problem_of(doc, str(path))
-    guess = (doc.get("search") or {}).get("predicted_fused_us")
+    guess = (doc.get("search") or {}).get("predicted_us")
     return Schedule((layer.n, layer.c, layer.h, layer.w, layer.k), variant.m, part, mode_of(doc, str(path)),
                     str(doc.get("strategy", "file")), doc.get("params") or {}, gpu, kernel_build_hash(),
                     f"mapping file {path}", guess, str(path))

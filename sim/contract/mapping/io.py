@@ -2,10 +2,12 @@
 
 A mapping is only meaningful for the graph it permutes, so the file carries
 the layer, variant and partition it was made for, and loading refuses any
-other graph, listing the fields that differ. It also carries the scheduling
-mode it was chosen for (`search` picks one), which readers take as their
-default; the order itself runs in any mode, and files from before modes
-were recorded mean static, the only mode there was.
+other graph, listing the fields that differ. It also names the rest of the
+build it was chosen for (`megasim.contract.build.Build`: the launch, the
+scheduling mode and the GEMM body; `search` picks them), which readers take
+as their default; the order itself runs in any mode. Files from before these
+were recorded mean a fused, static build with the generic body, the only
+build there was.
 
 Reading checks every field's type and range before anything is built
 (`MappingFile`): an order of floats or strings, a task id past int64, a
@@ -23,9 +25,11 @@ import numpy as np
 
 from megasim.io.files import read_json
 from megasim.io.writing import write_then_rename
+from megasim.contract.build import LAUNCHES, Build
 from megasim.contract.errors import MegasimError
 from megasim.contract.mapping.base import Mapping, validate
 from megasim.contract.problem import VARIANTS, Dimension, Layer, Partition, WinogradVariant
+from megasim.contract.resources import GEMM_BODIES
 from megasim.contract.scheduling import MODES, check_mode
 from megasim.io.schema import Int64, Items, Text, one_of, parse
 
@@ -51,6 +55,8 @@ class MappingFile:
     variant: one_of(VARIANTS)
     partition: dict[Text, Dimension]
     mode: Text = MODES[0]
+    launch: Text = LAUNCHES[0]  # checked by `build_of` (`Build`), as mode is by `mode_of`
+    gemm: Text = GEMM_BODIES[0]
     strategy: Text = "file"
     params: dict[Text, Any] = field(default_factory=dict)
     order: Annotated[list[Int64], Items(fail_fast=True)]  # one bad id is enough to refuse a million
@@ -62,8 +68,12 @@ def describe(graph) -> dict:
             "variant": graph.variant.m, "partition": graph.partition.to_dict()}
 
 
-def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None, mode: str = MODES[0]) -> Path:
-    doc = {"schema": SCHEMA, **describe(graph), "mode": check_mode(mode), "strategy": mapping.strategy,
+def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None, mode: str = MODES[0],
+                 launch: str = LAUNCHES[0], gemm: str = GEMM_BODIES[0]) -> Path:
+    """Write `mapping` of `graph`, naming the build it was chosen for (`Build` checks the launch, mode and body)."""
+    Build(launch, graph.variant.m, check_mode(mode), gemm)
+    doc = {"schema": SCHEMA, **describe(graph), "mode": mode, "launch": launch, "gemm": gemm,
+           "strategy": mapping.strategy,
            "params": mapping.params, **(extra or {}), "order": [int(t) for t in mapping.order]}
     with write_then_rename(path) as tmp:
         tmp.write_text(json.dumps(doc))
@@ -91,6 +101,16 @@ def mode_of(doc: dict, origin: str) -> str:
     """The scheduling mode a mapping file was made for; static where it names none."""
     try:
         return check_mode(doc.get("mode", MODES[0]))
+    except MegasimError as exc:
+        raise MegasimError(f"{origin}: {exc}") from None
+
+
+def build_of(doc: dict, origin: str) -> Build:
+    """The whole build a mapping file names, its partition written out."""
+    _, variant, partition = problem_of(doc, origin)
+    try:
+        return Build(doc.get("launch", LAUNCHES[0]), variant.m, mode_of(doc, origin), doc.get("gemm", GEMM_BODIES[0]),
+                     partition)
     except MegasimError as exc:
         raise MegasimError(f"{origin}: {exc}") from None
 
