@@ -31,27 +31,27 @@ def refuse_single_layer_flags(args) -> None:
 
 
 def _graph_and_mapping(layer, path: Path | None, args, gpu):
-    """The graph, mapping, mode and where the partition came from of one layer: from its mapping file, or
-    from the command's flags."""
+    """The graph, mapping, mode, GEMM body and where the partition came from of one layer: from its mapping
+    file (the build it names), or from the command's flags."""
     from megasim.contract.graph import build_graph
-    from megasim.contract.mapping.io import load_mapping, mode_of, problem_of, read_mapping_file
+    from megasim.contract.mapping.io import build_of, load_mapping, read_mapping_file
     if path is None:
         variant = WinogradVariant(args.variant if args.variant is not None else WinogradVariant().m)
         partition, source = partition_and_source(layer, gpu.name, args.partition)
         graph = build_graph(layer, variant, partition)
-        return graph, mapping_from_args(graph, args), args.mode or MODES[0], source
+        return graph, mapping_from_args(graph, args), args.mode or MODES[0], "generic", source
     doc = read_mapping_file(path)
-    _, variant, partition = problem_of(doc, str(path))
-    graph = build_graph(layer, variant, partition)
-    return graph, load_mapping(path, graph), args.mode or mode_of(doc, str(path)), f"the mapping file {path}"
+    build = build_of(doc, str(path))
+    graph = build_graph(layer, WinogradVariant(build.variant), build.partition)
+    return (graph, load_mapping(path, graph), args.mode or build.mode, build.gemm, f"the mapping file {path}")
 
 
 def simulate_layer(entry: NetworkLayer, path: Path | None, args, gpu) -> LayerTimes:
     from megasim.engine.simulate import simulate
-    graph, mapping, mode, source = _graph_and_mapping(entry.layer, path, args, gpu)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode)
+    graph, mapping, mode, gemm, source = _graph_and_mapping(entry.layer, path, args, gpu)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm)
     return LayerTimes(result.fused.time_us, result.nonfused.time_us,
-                      {"variant": graph.variant.m, "mode": mode, "strategy": result.strategy,
+                      {"variant": graph.variant.m, "mode": mode, "gemm": gemm, "strategy": result.strategy,
                        "params": result.params, "num_tbs": result.num_tbs, "infusible": result.infusible,
                        "sim_seconds": result.sim_seconds, "fused_sim_cpu_s": result.fused_sim_cpu_s,
                        "nonfused_sim_cpu_s": result.nonfused_sim_cpu_s,

@@ -4,7 +4,7 @@ The search ranks builds by the model; the model can be wrong where the search go
 to whatever the model makes look fast). So the K best predicted builds are measured together with the
 layer's whole discrete space (`contract.build.discrete_builds`: every launch, variant, mode and GEMM body
 at the layer's own partition and the strategy's default mapping, the set `bench` sweeps), each on the
-same inputs by `bench_build.time_builds`. Regret is how much slower the search's pick measured than the
+same inputs by `bench_build.time_builds` (their kernels compiled first, in parallel). Regret is how much slower the search's pick measured than the
 fastest accurate build measured: measured(pick) / fastest - 1, against the whole space, not against one
 default. The measured fastest is what the loop keeps: best.json is rewritten to name it, with its
 prediction and its measurement, so the file a user runs is the one the hardware chose.
@@ -12,6 +12,7 @@ prediction and its measurement, so the file a user runs is the one the hardware 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from megasim.app.bench_build import Candidate, fastest, format_rows, time_builds
@@ -89,7 +90,7 @@ def validate_top(problem, space, top: list[dict], out: Path, reps: int = 20, hea
     require_gpu()
     from megasim.gpu.backend import measurement_header
     cands = candidates(problem, space, top)
-    rows = time_builds(problem.layer, cands, reps)
+    rows = time_builds(problem.layer, cands, reps, workers=min(16, os.cpu_count() or 1))
     doc = {"header": {**measurement_header(), "reps": reps}, "layer": problem.layer.name,
            "candidates": rows, **summarise(rows)}
     with write_then_rename(out / "validation.json") as tmp:

@@ -172,9 +172,15 @@ def _mapping_files(folder: Path) -> dict[tuple, Path]:
 
 
 def from_mapping_file(path: Path, gpu: str) -> Schedule:
-    from megasim.contract.mapping.io import mode_of, problem_of, read_mapping_file
+    """A mapping file's schedule; refused where it names a build this op cannot run (it launches the fused
+    megakernel with the generic GEMM body)."""
+    from megasim.contract.mapping.io import build_of, mode_of, problem_of, read_mapping_file
     from megasim.gpu.backend import kernel_build_hash
     doc = read_mapping_file(path)
+    build = build_of(doc, str(path))
+    if (build.launch, build.gemm) != ("fused", "generic"):
+        raise MegasimError(f"{path} names a {build.label} build; megasim.torch runs the fused megakernel with the "
+                           "generic GEMM body only: search with --launch fused --gemm generic for it")
     layer, variant, part = problem_of(doc, str(path))
     guess = (doc.get("search") or {}).get("predicted_us")
     return Schedule((layer.n, layer.c, layer.h, layer.w, layer.k), variant.m, part, mode_of(doc, str(path)),
