@@ -21,7 +21,8 @@ from .conftest import assert_refused
 pytest.importorskip("optuna")
 
 SHAPE = ["--shape", "2,32,20,20,64"]
-FLAGS = ["--quiet", "--jobs", "1", "--variant", "4", "--mode", "static", "--space", "dig=0,64", "--space", "dgo=0",
+FLAGS = ["--quiet", "--jobs", "1", "--launch", "fused", "--variant", "4", "--mode", "static", "--gemm", "generic",
+         "--space", "dig=0,64", "--space", "dgo=0",
          "--space", "m=1,2", "--space", "tiles_per_group=64", "--space", "gemm_k_per_task=64",
          "--space", "gemm_mats_per_task=2", "--space", "threads=256"]
 
@@ -80,7 +81,7 @@ def test_a_search_whose_every_evaluation_fails_writes_nothing(tmp_path, capsys, 
     """The first failure's message is the reason; no table, no best.json, no store this run made, no lock."""
     def fails(problem, partition, options):
         raise MegasimError(f"no good: dig={options['dig']} m={options['m']}")
-    monkeypatch.setattr(objective, "fused", fails)
+    monkeypatch.setattr(objective, "evaluate", fails)
     (tmp_path / "out").mkdir()
     err = refused(capsys, main(search(tmp_path, storage)), "evaluations simulated (")
     assert "the first failure: no good: dig=" in err and "MegasimError" not in err
@@ -92,7 +93,7 @@ def test_a_failing_search_keeps_a_store_it_did_not_make(tmp_path, capsys, monkey
     assert main(search(tmp_path, "--budget 2")) == 0
     capsys.readouterr()
     journal = (tmp_path / "out" / "study.journal").read_bytes()
-    monkeypatch.setattr(objective, "fused", lambda *a: 1 / 0)
+    monkeypatch.setattr(objective, "evaluate", lambda *a: 1 / 0)
     other = [("m=1" if a == "m=1,2" else a) for a in search(tmp_path, "--budget 2")]  # another space, another study
     refused(capsys, main(other), "the first failure: ZeroDivisionError: division by zero")
     assert (tmp_path / "out" / "study.journal").read_bytes().startswith(journal)

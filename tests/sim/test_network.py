@@ -16,6 +16,7 @@ from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
 from megasim.contract.mapping.io import save_mapping
 from megasim.contract.problem import Layer, WinogradVariant
+from megasim.contract.resources import warp_partition
 
 
 def run(capsys, *argv):
@@ -123,23 +124,34 @@ class _FakeResult:
 
 @pytest.fixture
 def fake_engine(monkeypatch):
-    """The SimPy engine replaced by arithmetic on the graph, so table plumbing tests take no time."""
+    """The SimPy engine replaced by arithmetic on the graph, so table plumbing tests take no time; it keeps the
+    GEMM body each layer was simulated with."""
     import megasim.engine.simulate
-    monkeypatch.setattr(megasim.engine.simulate, "simulate",
-                        lambda graph, mapping, gpu, policy, options, mode: _FakeResult(graph, mapping, mode))
+    gemms = {}
+
+    def fake(graph, mapping, gpu, policy, options, mode, gemm="generic"):
+        gemms[graph.layer.name] = gemm
+        return _FakeResult(graph, mapping, mode)
+
+    monkeypatch.setattr(megasim.engine.simulate, "simulate", fake)
+    return gemms
 
 
 def test_mapping_files_are_used_where_present(tmp_path, capsys, fake_engine):
     net = load_network_spec("resnet34")
     conv4 = net.layers[2]
-    graph = build_graph(conv4.layer, WinogradVariant(2), partition_for(conv4.layer, "h200"))
+    # a search's best.json names the whole build: here the warp GEMM body, on its own (widened) partition
+    wide = warp_partition(conv4.layer, partition_for(conv4.layer, "h200"))
+    graph = build_graph(conv4.layer, WinogradVariant(2), wide)
     save_mapping(tmp_path / "conv4_x" / "best.json", graph, make(graph, "paper", dig=64, dgo=0, m=2),
-                 mode="persistent")
+                 mode="persistent", gemm="warp")
     rc, out, _ = run(capsys, "simulate", "--network", "resnet34", "--mappings", str(tmp_path), "--json")
     rows = {r["name"]: r for r in json.loads(out)["layers"]}
     assert rc == 0 and rows["conv4_x"]["mapping"] == str(tmp_path / "conv4_x" / "best.json")
     assert (rows["conv4_x"]["variant"], rows["conv4_x"]["mode"], rows["conv4_x"]["params"]) == (
         2, "persistent", {"dig": 64, "dgo": 0, "m": 2})
+    assert rows["conv4_x"]["gemm"] == fake_engine[conv4.layer.name] == "warp"
+    assert all(rows[n]["gemm"] == "generic" for n in ("conv2_x", "conv3_x", "conv5_x"))
     assert rows["conv4_x"]["fused_us"] == 256 + 200
     assert all(rows[n]["mapping"] == "default" and rows[n]["variant"] == 4 for n in ("conv2_x", "conv3_x", "conv5_x"))
 

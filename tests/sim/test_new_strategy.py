@@ -79,8 +79,8 @@ def test_megasim_search_searches_it(registered, capsys, tmp_path):
     fixed = [f"--space={name}={value}" for name, value in (("tiles_per_group", 64), ("gemm_k_per_task", 32),
                                                            ("gemm_mats_per_task", 2), ("threads", 256))]
     rc, out, err = run(capsys, "search", "--shape", "2,32,20,20,64", "--strategy", "chunked", "--space", "groups=1,4", *fixed,
-                       "--variant", "4", "--mode", "static", "--method", "grid", "--jobs", "1", "--quiet",
-                       "--out", str(tmp_path))
+                       "--launch", "fused", "--variant", "4", "--mode", "static", "--gemm", "generic",
+                       "--method", "grid", "--jobs", "1", "--quiet", "--out", str(tmp_path))
     assert rc == 0, err
     rows = json.loads((tmp_path / "evaluations.json").read_text())["evaluations"]
     assert sorted(r["groups"] for r in rows) == [1, 4]

@@ -1,15 +1,15 @@
 """The occupancy the simulator uses is the occupancy of the kernels that run (CPU only).
 
-For every build the plan holds (the default value lists over the base partitions of
-scenarios/partitions/h200.toml in F(2), F(4) and F(6), legal points on the paper layers; every run of the
-committed corpora; every network layer), `docs/results/occupancy_device/measure.py` compiled the kernels
-as CuPy does (NVRTC, sm_90) on a device and read each kernel's registers, static shared memory and the
-driver's blocks per SM. The committed measurements are keyed by a hash of the compiler and the generated
-source, so a kernel change misses them and fails here until they are measured again. Against them: the
-plan's registers and shared memory are the build's, and the plan's blocks-per-SM arithmetic gives the
-driver's count on the H200 spec (the H100 it was read on has the same SM) for the megakernel and each
-non-fused kernel. tests/gpu/test_occupancy_device.py recompiles a sample on the device and holds the
-measurements to it.
+For every build the plan holds (the partition value lists a search may open, `SEARCHABLE_PARTITIONS`,
+over the base partitions of scenarios/partitions/h200.toml in F(2), F(4) and F(6): legal fused points with
+the generic GEMM body on the paper layers; every run of the committed corpora; every network layer),
+`docs/results/occupancy_device/measure.py` compiled the kernels as CuPy does (NVRTC, sm_90) on a device
+and read each kernel's registers, static shared memory and the driver's blocks per SM. The committed
+measurements are keyed by a hash of the compiler and the generated source, so a kernel change misses them
+and fails here until they are measured again. Against them: the plan's registers and shared memory are the
+build's, and the plan's blocks-per-SM arithmetic gives the driver's count on the H200 spec (the H100 it was
+read on has the same SM) for the megakernel and each non-fused kernel. tests/gpu/test_occupancy_device.py
+recompiles a sample on the device and holds the measurements to it.
 
 `python tests/sim/test_occupancy_plan.py --write` rewrites the plan's register table from the measurements.
 """
@@ -40,11 +40,16 @@ MEASURED = REPO / "docs" / "results" / "occupancy_device" / "h100_device_usage.j
 WARP_MEASURED = MEASURED.with_name("h200_warp_usage.json")
 
 Build = tuple  # (Partition, Flavor): what the register table keys a build by
+# The partition values `megasim search --space FIELD=...` has been run over (the search's default lists until
+# the partition stopped being searched by default; the base partition's own value is added per layer). The
+# search may still open them, so their generic builds stay in the plan and measured.
+SEARCHABLE_PARTITIONS = {"tiles_per_group": (32, 64, 128), "gemm_k_per_task": (32, 64, 128),
+                         "gemm_mats_per_task": (1, 2, 4), "threads": (128, 256)}
 
 
 def builds() -> dict[Build, tuple]:
-    """Each build the search space (every variant), `simulate`, the committed corpora and the networks use,
-    with the first (layer, variant) that makes it."""
+    """Each build a search that opens the partition (every variant), `simulate`, the committed corpora and the
+    networks use, with the first (layer, variant) that makes it."""
     h200 = load_gpu("h200")
     out = {}
 
@@ -55,11 +60,14 @@ def builds() -> dict[Build, tuple]:
         layer = load_layer(name)
         for gpu in ("h200", "v100"):
             add(layer, VARIANT, partition_for(layer, gpu))
-        space = build_space("paper", partition_for(layer, "h200"))
+        base = partition_for(layer, "h200")
+        space = build_space("paper", base, {f: tuple(sorted({*values, getattr(base, f)}))
+                                            for f, values in SEARCHABLE_PARTITIONS.items()})
         params = [p for p in space.searched if p.kind == "partition"]
         for m in VARIANTS:
             for combo in itertools.product(*(p.values for p in params)):
-                point = {**dict(zip((p.name for p in params), combo)), "m": 1, "variant": m, "mode": "static"}
+                point = {**dict(zip((p.name for p in params), combo)), "m": 1, "launch": "fused", "variant": m,
+                         "mode": "static", "gemm": "generic"}
                 if reject_reason(space, point, layer, h200) is None:
                     add(layer, WinogradVariant(m), space.split(point)[0])
     for corpus in sorted(RAW.glob("*_corpus.jsonl")):

@@ -14,9 +14,9 @@ from megasim.app.search.lock import LOCK_NAME, FolderLock
 optuna = pytest.importorskip("optuna")
 
 SHAPE = ["--shape", "2,32,20,20,64", "--quiet", "--jobs", "1"]
-SPACE = ["--variant", "4", "--mode", "static", "--space", "dig=0,64", "--space", "dgo=0", "--space", "m=1,2",
-         "--space", "tiles_per_group=64", "--space", "gemm_k_per_task=64", "--space", "gemm_mats_per_task=2",
-         "--space", "threads=256"]
+SPACE = ["--launch", "fused", "--variant", "4", "--mode", "static", "--gemm", "generic", "--space", "dig=0,64",
+         "--space", "dgo=0", "--space", "m=1,2", "--space", "tiles_per_group=64", "--space", "gemm_k_per_task=64",
+         "--space", "gemm_mats_per_task=2", "--space", "threads=256"]
 
 
 def run(capsys, *argv):
@@ -122,7 +122,7 @@ def _journal_study(out):
 
 def test_after_a_stop_the_summary_counts_what_the_store_holds(tmp_path, capsys, monkeypatch):
     out = tmp_path / "out"
-    real, calls = objective.fused, []
+    real, calls = objective.evaluate, []
 
     def stopped(*args):
         calls.append(args)
@@ -130,10 +130,10 @@ def test_after_a_stop_the_summary_counts_what_the_store_holds(tmp_path, capsys, 
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(objective, "fused", stopped)
+    monkeypatch.setattr(objective, "evaluate", stopped)
     rc, text, err = run(capsys, "search", *SHAPE, *SPACE, "--method", "grid", "--out", out)
     assert rc == 130 and "1 interrupted" in text and "interrupted:" in err
-    monkeypatch.setattr(objective, "fused", real)
+    monkeypatch.setattr(objective, "evaluate", real)
     rc, text, _ = run(capsys, "search", *SHAPE, *SPACE, "--method", "grid", "--out", out)
     assert rc == 0 and "4 evaluations" in text and "0 failed; 1 interrupted" in text
     states = [t.state.name for t in _journal_study(out).get_trials()]

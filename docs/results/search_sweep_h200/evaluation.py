@@ -68,17 +68,17 @@ def predict(sweep: dict, gpu_name: str, uncalibrated: bool = False, jobs: int = 
     from megasim.app.calibrate.profile import gpu_for_simulation
     from megasim.contract.problem import Partition, WinogradVariant
     from megasim.app.catalog import load_layer
-    from megasim.app.search.objective import Problem, fused
+    from megasim.app.search.objective import Problem, evaluate
     from megasim.app.search.pool import local_executor
     gpu, _ = gpu_for_simulation(gpu_name, uncalibrated)
     ex = local_executor(jobs)
     futures = []
     for r in sweep["rows"]:
-        problem = Problem(load_layer(r["layer"]), WinogradVariant(4), gpu)
-        futures.append((r, ex.submit(fused, problem, Partition.from_dict(r["partition"]), r["point"])))
+        problem = Problem(load_layer(r["layer"]), WinogradVariant(4), gpu)  # fused, static, generic: as swept
+        futures.append((r, ex.submit(evaluate, problem, Partition.from_dict(r["partition"]), r["point"])))
     out: dict[str, dict] = {}
     for r, fut in futures:
-        out.setdefault(r["layer"], {})[point_key(r["point"])] = fut.result()["fused_us"]
+        out.setdefault(r["layer"], {})[point_key(r["point"])] = fut.result()["time_us"]
     ex.shutdown()
     return out
 

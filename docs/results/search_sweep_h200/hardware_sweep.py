@@ -42,13 +42,24 @@ def row_key(layer: str, point: dict) -> str:
     return point_key({"layer": layer, **point})
 
 
+def measure(problem, space, point: dict, reps: int) -> dict:
+    """One grid point's fused build timed by `bench_build.time_builds` (bench's method)."""
+    from megasim.app.bench_build import Candidate, time_builds
+    from megasim.contract.build import Build
+    chosen, part, opts = problem.at(space, point)
+    b = chosen.build
+    (row,) = time_builds(problem.layer, [Candidate(Build(b.launch, b.variant, b.mode, b.gemm, part), space.strategy,
+                                                   tuple(sorted(opts.items())))], reps)
+    return {"measured_fused_us": row["measured_us"], "measured_fused_p10_us": row["p10_us"],
+            "measured_fused_p90_us": row["p90_us"], "rel_err": row["rel_err"], "within_tolerance": row["accurate"]}
+
+
 def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
     from megasim.gpu.backend import measurement_header
-    from megasim.app.bench import copy_bandwidth
     from megasim.app.catalog import partition_for
     from megasim.contract.problem import WinogradVariant
     from megasim.app.catalog import load_layer
-    from megasim.app.search.hardware import measure, require_gpu
+    from megasim.app.search.hardware import require_gpu
     from megasim.app.search.objective import Problem
     from megasim.app.search.space import build_space
     from megasim.app.catalog import load_gpu
@@ -57,19 +68,18 @@ def sweep(layers, out: Path, reps: int, gpu_name: str) -> dict:
     doc["header"] = {"schema": SWEEP_SCHEMA, **measurement_header(), "reps": reps,
                      "gpu": gpu_name, "grid": {k: list(v) for k, v in GRID.items()}, "strategy": "paper"}
     done = {row_key(r["layer"], r["point"]) for r in doc["rows"]}
-    bw = copy_bandwidth(cp)
     for name in layers:
         layer = load_layer(name)
         part = partition_for(layer, gpu_name)
         space = build_space("paper", part, {**{k: tuple(v) for k, v in GRID.items()}, "variant": (4,),
-                                            "mode": ("static",)})
+                                            "mode": ("static",), "launch": ("fused",), "gemm": ("generic",)})
         problem = Problem(layer, WinogradVariant(4), load_gpu(gpu_name))
         for point in grid_points():
             if row_key(layer.name, point) in done:
                 continue
             t0 = time.perf_counter()
             row = {"layer": layer.name, "partition": part.to_dict(), "point": point,
-                   **measure(problem, space, point, reps, bw)}
+                   **measure(problem, space, point, reps)}
             doc["rows"].append(row)
             with write_then_rename(out) as tmp:
                 tmp.write_text(json.dumps(doc, indent=1))

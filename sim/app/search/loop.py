@@ -14,8 +14,10 @@ through three gates before it costs a simulation:
 3. otherwise submitted.
 
 Points asked for first (`pending`) are the paper default of a new study,
-which is then also the study's reference, and the points a stopped run
-left unfinished. Every told trial goes to the writer (`store.Writer`).
+which is then also the study's reference, every other build of the space at
+the default mapping (`Space.build_points`: so the search's pick is never
+predicted slower than the best discrete build, whatever the budget left to
+the sampler), and the points a stopped run left unfinished. Every told trial goes to the writer (`store.Writer`).
 """
 from __future__ import annotations
 
@@ -94,7 +96,7 @@ class Loop:
             self._set_reference({})
         elif fresh and self.config.method != "grid" and space.contains(point):
             self._ref_key = self.key(point)
-            self.pending.insert(0, point)
+            self.pending[:0] = space.build_points()
         else:
             self.submit(objective.evaluate, (problem, part, opts), ("reference",))
 

@@ -98,8 +98,13 @@ def study_name(problem: objective.Problem, space: Space) -> str:
     values = {p.name: p.values for p in space.params}
     axes = "/".join(("F" if axis == "variant" else "") + ",".join(map(str, values[axis])) for axis in PROBLEM_VALUES)
     return (f"megasim-search/{L.name}/{L.n},{L.c},{L.h},{L.w},{L.k}/{axes}/"
-            f"{problem.gpu.name}-{spec_hash(problem.gpu)}/{problem.policy}/"
+            f"{problem.gpu.name}-{spec_hash(problem.gpu)}{_gain(problem)}/{problem.policy}/"
             f"{space.strategy}-{space.key()}")
+
+
+def _gain(problem) -> str:
+    """The mapping-gain share the objective counts, where it is not all of it: a study keeps its values."""
+    return "" if problem.mapping_gain == 1 else f"-gain{problem.mapping_gain:.4f}"
 
 
 def _sampler(method: str, space: Space, seed: int):

@@ -26,9 +26,11 @@ must be constructible, its megakernel block must fit on an SM of the chosen
 GPU, and the CUDA kernels must be able to build it (the GEMM task tiles onto
 the threads, its shared-memory ring fits the 48 KiB static limit; the rules
 are asked of `gpu.backend.config_header`, not copied). Points that would
-only pad are rejected too: a task group of twice the layer's tiles or more,
-a GEMM block of twice K or more, more Winograd points per GEMM task than
-alpha^2, and M above the number of task groups (a duplicate of M = N_G).
+only pad are rejected too: a task group of twice the layer's tiles or more, a
+GEMM block of twice K or more (except at the layer's own value, which is
+never refused for padding); more Winograd points per GEMM
+task than alpha^2; and, for a fused build, M above the number of task groups
+(a duplicate of M = N_G). A non-fused build has no mapping to check.
 A point whose graph `megasim.contract.size` would refuse (past the memory
 available or the simulation-time limit) is rejected with its estimate, so a
 space of nothing but such points is refused before a worker starts.
@@ -133,6 +135,20 @@ class Space:
         problem = {k: v if v in values[k] else values[k][0] for k, v in PROBLEM_DEFAULTS.items()}
         d = {**problem, **self.base_partition.to_dict(), **dict(self.default_mapping)}
         return {p.name: d[p.name] for p in self.searched}
+
+    def build_points(self) -> list[dict]:
+        """Every build of the space at the default mapping and the base partitions, once each (canonical),
+        the default point first: the discrete builds a search starts from, so its pick is never predicted
+        slower than the best of them."""
+        import itertools
+        start = self.default_point()
+        axes = [p for p in self.searched if p.kind == "problem"]
+        out = [start]
+        for combo in itertools.product(*(p.values for p in axes)):
+            point = self.canonical({**start, **dict(zip((p.name for p in axes), combo))})
+            if point not in out:
+                out.append(point)
+        return out
 
     def contains(self, point: dict) -> bool:
         return all(point.get(p.name) in p.values for p in self.searched)
@@ -247,17 +263,16 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | No
     except MegasimError as exc:
         return str(exc)
     variant, fused = WinogradVariant(build.variant), build.launch == "fused"
-    if not fused:
-        opts = dict(space.default_mapping)
     geo = Geometry.of(layer, variant, part)
     sizes = {} if sizes is None else sizes
     if (variant, part) not in sizes:
         sizes[variant, part] = _size_reason(layer, variant, part, geo.num_tasks)
     if sizes[variant, part]:
         return sizes[variant, part]
-    if part.tiles_per_group >= 2 * geo.num_tiles:
+    own = dict(space.body_partitions).get(build.gemm, space.base_partition)
+    if part.tiles_per_group != own.tiles_per_group and part.tiles_per_group >= 2 * geo.num_tiles:
         return f"tiles_per_group={part.tiles_per_group} is over twice the layer's {geo.num_tiles} tiles"
-    if part.gemm_k_per_task >= 2 * layer.k:
+    if part.gemm_k_per_task != own.gemm_k_per_task and part.gemm_k_per_task >= 2 * layer.k:
         return f"gemm_k_per_task={part.gemm_k_per_task} is over twice K={layer.k}"
     if part.gemm_mats_per_task > variant.alpha ** 2:
         return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
@@ -269,6 +284,8 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | No
     why = _kernel_reason(layer, variant, part, build.gemm)
     if why:
         return why
+    if not fused:
+        return None
     if "m" in opts and opts["m"] > geo.n_g:
         return f"m={opts['m']} exceeds the N_G={geo.n_g} task groups"
     try:

@@ -63,6 +63,7 @@ class Conv2d(nn.Conv2d):
         self._fallback_reason: str | None = None
         self._warned = False
         self._krsc, self._krsc_key = None, None
+        self.shape_plans: dict = {}  # input shape -> its plan (what runs, and why: plan.schedule)
         if self._static_reason:
             self._warn(self._static_reason)
 
@@ -92,17 +93,20 @@ class Conv2d(nn.Conv2d):
 
     def _ensure_plan(self, x: torch.Tensor) -> bool:
         """Outside compilation, make (or find) the shape's plan now, so a failure falls back here, not
-        inside a compiled graph; False, with one warning, if it cannot be made."""
+        inside a compiled graph; False, with one warning, if it cannot be made, and False, silently, where
+        the schedule chose torch's convolution (a decision, not a fallback)."""
         if torch.compiler.is_compiling():
             return True
         n, c, h, w = x.shape
         try:
-            plans.plan_for(self._schedules_key, (n, c, h, w, self.out_channels), device_index(x), _capturing(x))
+            plan = plans.plan_for(self._schedules_key, (n, c, h, w, self.out_channels), device_index(x),
+                                  _capturing(x))
         except MegasimError as exc:
             self._fallback_reason = f"no megakernel plan for input {tuple(x.shape)}: {exc}"
             self._warn(self._fallback_reason)
             return False
-        return True
+        self.shape_plans[tuple(x.shape)] = plan
+        return not plan.runs_torch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         why = self.megakernel_reason(x)

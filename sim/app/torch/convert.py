@@ -5,7 +5,10 @@ what forward does, so it is left alone) with the megakernel's
 hyper-parameters and float32 weights (`eligibility.static_reason`). The new
 layer takes over the old one's Parameter objects, so optimisers, hooks on
 parameters and `state_dict` keys carry over. The report lists what was
-swapped and, for every convolution left as it was, why.
+swapped and, for every convolution left as it was, why; once the model has run
+(or `prepare` has made its plans), it also lists, per swapped layer and input
+shape, what runs (the build, or torch's convolution) and why
+(`ConvertReport.runs`).
 """
 from __future__ import annotations
 
@@ -29,11 +32,27 @@ class ConvertReport:
                  f"{len(self.kept)} left to torch"]
         lines += [f"  swapped  {name}: {what}" for name, what in self.swapped]
         lines += [f"  kept     {name}: {what}: {why}" for name, what, why in self.kept]
+        runs = self.runs()
+        if runs:
+            lines.append("per input shape, what runs and why:")
+            lines += [f"  {r['name']} {r['shape']}: {r['runs']}" for r in runs]
         return "\n".join(lines)
+
+    def runs(self) -> list[dict]:
+        """Per swapped layer and input shape it has run (or `prepare` planned): what runs and why, the
+        build's prediction and torch's measurement."""
+        out = []
+        for name, module in self.model.named_modules():
+            for shape, plan in getattr(module, "shape_plans", {}).items() if isinstance(module, Conv2d) else ():
+                s = plan.schedule
+                out.append({"name": name or "(model)", "shape": list(shape), "runs": s.describe(),
+                            "backend": s.backend, "build": s.build.label, "predicted_us": s.predicted_us,
+                            "torch_us": s.torch_us, "why": s.reason})
+        return out
 
     def to_dict(self) -> dict:
         return {"swapped": [{"name": n, "layer": w} for n, w in self.swapped],
-                "kept": [{"name": n, "layer": w, "why": y} for n, w, y in self.kept]}
+                "kept": [{"name": n, "layer": w, "why": y} for n, w, y in self.kept], "runs": self.runs()}
 
 
 def _describe(conv: nn.Conv2d) -> str:

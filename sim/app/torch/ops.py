@@ -1,6 +1,7 @@
 """The megakernel as a PyTorch operator: `torch.ops.megasim.winograd_conv3x3`, and its autograd.
 
 The forward is a `torch.library.custom_op` with a fake (meta) implementation,
+running the shape's build (fused or non-fused, `plans`),
 so `torch.compile` traces through it as one opaque node and CUDA graph
 capture records its two device operations (the control-word reset copy and
 the kernel launch) on the current stream. It takes the input in either
@@ -34,17 +35,20 @@ def _out(x: torch.Tensor, nhwc: torch.Tensor) -> torch.Tensor:
 
 @torch.library.custom_op("megasim::winograd_conv3x3", mutates_args=(), device_types="cuda")
 def winograd_conv3x3(x: torch.Tensor, w_krsc: torch.Tensor, schedules: str) -> torch.Tensor:
-    """conv2d(x, w), 3x3, stride 1, padding 1, through the fused Winograd megakernel."""
+    """conv2d(x, w), 3x3, stride 1, padding 1, through the shape's schedule: its build, or torch's
+    convolution where the schedule chose it (a compiled graph reaches here for either)."""
     n, c, h, w = x.shape
     k = w_krsc.shape[0]
+    device = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    capturing = torch.cuda.is_current_stream_capturing()
+    plan = plans.plan_for(schedules, (n, c, h, w, k), device, capturing)
+    if plan.runs_torch:
+        return torch.nn.functional.conv2d(x, w_krsc.permute(0, 3, 1, 2), padding=1)
     x_nhwc = x.permute(0, 2, 3, 1)
     if not x_nhwc.is_contiguous():
         x_nhwc = x_nhwc.contiguous()
     w_krsc = w_krsc.contiguous()
     y_nhwc = torch.empty((n, h, w, k), device=x.device, dtype=torch.float32)
-    device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    capturing = torch.cuda.is_current_stream_capturing()
-    plan = plans.plan_for(schedules, (n, c, h, w, k), device, capturing)
     plan.launch(plans.wrap(x_nhwc.data_ptr(), x_nhwc.shape, x_nhwc, device),
                 plans.wrap(w_krsc.data_ptr(), w_krsc.shape, w_krsc, device),
                 plans.wrap(y_nhwc.data_ptr(), y_nhwc.shape, y_nhwc, device),

@@ -33,7 +33,8 @@ def _job(args) -> dict:
         schedule = schedules.resolve(shape, gpu)
         if compile_kernel:
             from megasim.gpu.megakernel import fused_module
-            fused_module(schedule.graph(), schedule.mode)
+            mode = schedule.mode if schedule.launch == "fused" else "static"  # the static build holds both
+            fused_module(schedule.graph(), mode, gemm=schedule.gemm)
     except MegasimError as exc:
         return {"error": str(exc)}
     return schedule.to_doc()

@@ -1,7 +1,9 @@
 """Schedules compiled on a device: one plan per (schedules, shape, device), shared by its layers.
 
-A plan is a `FusedConv` (the compiled build, the encoded task map, the control
-words) with its U, V, M workspace. Every layer of one shape on one device
+A plan is the schedule's build, compiled: a `FusedConv` (the megakernel, the
+encoded task map, the control words) or a `NonFusedConv` (the four kernels),
+with its U, V, M workspace; or, where the schedule chose torch's convolution
+(`Schedules.decide`), no build at all, and the layer calls torch. Every layer of one shape on one device
 uses the same plan, one after another on a stream, the way a network runs;
 two streams running layers of the same shape at once would share a
 workspace, which the plans do not guard against. The first launch of a plan
@@ -22,12 +24,21 @@ _PLANS: dict[tuple, LayerPlan] = {}
 
 class LayerPlan:
     def __init__(self, schedule: Schedule, device: int):
-        from megasim.gpu.megakernel import FusedConv
+        self.schedule, self.device, self.checked = schedule, device, False
+        self.runs_torch = schedule.backend == "torch"
+        self.conv = None
+        if self.runs_torch:
+            return
         cp = require_cupy()
         with cp.cuda.Device(device):
             graph = schedule.graph()
-            self.conv = FusedConv(graph, schedule.mapping(graph), mode=schedule.mode)
-        self.schedule, self.device, self.checked = schedule, device, False
+            if schedule.launch == "fused":
+                from megasim.gpu.megakernel import FusedConv
+                self.conv = FusedConv(graph, schedule.mapping(graph), mode=schedule.mode, gemm=schedule.gemm)
+            else:
+                from megasim.gpu.nonfused import NonFusedConv
+                self.conv = NonFusedConv(graph, gemm=schedule.gemm)
+                self.checked = True  # four kernels in order on one stream: nothing waits, nothing to check
 
     def launch(self, x, w, y, stream_ptr: int, capturing: bool = False) -> None:
         """y = conv(x, w) on the stream: x, y NHWC and w [K][3][3][C], CuPy arrays on the plan's device."""
@@ -68,8 +79,28 @@ def plan_for(key: str, shape: tuple, device: int, capturing: bool = False) -> La
         schedules = _SCHEDULES.get(key)
         if schedules is None:
             raise MegasimError(f"megasim.torch: unknown schedules {key!r} (register them first)")
-        plan = _PLANS[at] = LayerPlan(schedules.resolve(shape, device_gpu(device, schedules)), device)
+        schedule = schedules.resolve(shape, device_gpu(device, schedules))
+        schedule = schedules.decide(schedule, lambda s: measure_torch(s, device))
+        plan = _PLANS[at] = LayerPlan(schedule, device)
     return plan
+
+
+def measure_torch(shape: tuple, device: int, reps: int = 20) -> float:
+    """torch's convolution of `shape` on `device`, median us: cuDNN autotuned with TF32 off, the faster of
+    NCHW and channels_last (`gpu.baselines`), on inputs rotated past the L2, as `bench` times it."""
+    from megasim.gpu.baselines import run_baselines
+    from megasim.gpu.timing import rotation_inputs
+    from megasim.contract.problem import Layer
+    cp = require_cupy()
+    n, c, h, w, k = shape
+    with cp.cuda.Device(device):
+        layer = Layer(n, c, h, w, k)
+        xs, ws, _ = rotation_inputs(cp, layer, 11, nsets=1)
+        rows = run_baselines(layer, xs[0], ws[0], reps, algos=(), with_torch=True)
+        times = [r["median_us"] for r in rows if r.get("supported") and r.get("median_us")]
+    if not times:
+        raise MegasimError(f"megasim.torch: could not time torch's convolution of {shape}")
+    return min(times)
 
 
 def built() -> list[LayerPlan]:

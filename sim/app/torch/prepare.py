@@ -62,9 +62,12 @@ def prepare(model: nn.Module, *inputs, workers: int | None = None) -> dict:
         made.update({(key, device, shape): schedule for shape, schedule in found.items()})
         failed.update({shape_name(shape): why for shape, why in errors.items()})
     t2 = time.perf_counter()
-    for key, device, shape in made:
-        plans.plan_for(key, shape, device)
-    return {"shapes": {shape_name(s): sch.describe() for (_, _, s), sch in made.items()}, "failed": failed,
+    built = {(key, device, shape): plans.plan_for(key, shape, device) for key, device, shape in made}
+    for layer, shape, device in seen:
+        plan = built.get((layer._schedules_key, device, shape))
+        if plan is not None:
+            layer.shape_plans[shape[:4]] = plan
+    return {"shapes": {shape_name(s): p.schedule.describe() for (_, _, s), p in built.items()}, "failed": failed,
             "seconds": {"shapes": t1 - t0, "schedules_and_compiles": t2 - t1, "plans": time.perf_counter() - t2}}
 
 

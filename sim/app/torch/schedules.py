@@ -1,18 +1,28 @@
 """A schedule per convolution shape: from mapping files, the disk cache, or a simulator search.
 
-A schedule is what the megakernel needs beyond the shape: the Winograd
-variant, the partition, the scheduling mode and the mapping (strategy and
-options, or a mapping file's order). `Schedules` says where one comes from,
-first match wins:
+A schedule is a whole build of the decision space for one shape
+(`megasim.contract.build`: fused or non-fused, the Winograd variant, the
+scheduling mode, the GEMM body, the partition) with its mapping (strategy and
+options, or a mapping file's order), or torch's own convolution where that is
+faster. `Schedules` says where one comes from, first match wins:
 
 1. `mapping_dir`: schema-1 mapping files (`megasim search` writes them as
    best.json) whose layer has the shape; the file decides everything;
 2. the cache, `<cache_dir>/<gpu>/<N>x<C>x<H>x<W>x<K>.json`, if it was made
    for this kernel build and its variant is one of `variants`;
-3. a simulator search (`megasim.app.search`, TPE over variant, mode,
-   mapping options and partition, `search_budget` evaluations, the paper's
-   default point first), written to the cache. With `search_budget=0`, the
-   GPU's partition table and the paper's default mapping, F(4x4), static.
+3. a simulator search (`megasim.app.search`, TPE over the whole decision
+   space at the layer's own partition, `search_budget` evaluations, the
+   paper's default point first), written to the cache. With `search_budget=0`,
+   the GPU's partition table and the paper's default mapping, fused F(4x4),
+   static, generic GEMM body.
+
+Never slower than torch: with `backend="auto"` (the default), torch's own
+convolution of the shape is measured once on the device (cuDNN autotuned,
+TF32 off, its faster memory format: `gpu.baselines`) and cached with the
+schedule, and the layer runs torch's convolution where that measurement is
+below the simulator's prediction of the chosen build, as `cudnn.benchmark`
+chooses among its own algorithms. `backend="megasim"` or `"torch"` forces a
+side.
 
 A cached schedule made for another kernel build is stale: the partition it
 chose may not build, and the calibrated model it was searched on described
@@ -35,6 +45,7 @@ from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 SCHEMA = 1
 DEFAULT_BUDGET = 16
+BACKENDS = ("auto", "megasim", "torch")
 
 
 class NoLegalPoint(MegasimError):
@@ -71,6 +82,16 @@ class Schedule:
     source: str = ""
     predicted_us: float | None = None
     mapping_file: str | None = None
+    launch: str = "fused"
+    gemm: str = "generic"
+    torch_us: float | None = None  # torch's convolution of this shape, measured once on the device
+    backend: str = "megasim"       # what runs: "megasim" (this build) or "torch"
+    reason: str = ""               # why that side
+
+    @property
+    def build(self):
+        from megasim.contract.build import Build
+        return Build(self.launch, self.variant, self.mode, self.gemm, self.partition)
 
     @property
     def layer(self) -> Layer:
@@ -101,6 +122,7 @@ class Schedule:
                 raise KeyError("schema")
             fields = {k: doc[k] for k in ("variant", "mode", "strategy", "params", "gpu", "kernel_build", "source",
                                           "predicted_us", "mapping_file")}
+            fields.update({k: doc[k] for k in ("launch", "gemm", "torch_us", "backend", "reason") if k in doc})
             return Schedule(shape=tuple(int(v) for v in doc["shape"]), partition=Partition.from_dict(doc["partition"]),
                             **fields)
         except (KeyError, TypeError, ValueError) as exc:
@@ -108,7 +130,10 @@ class Schedule:
 
     def describe(self) -> str:
         guess = f", predicted {self.predicted_us:.1f} us" if self.predicted_us else ""
-        return f"F{self.variant} {self.mode} {self.strategy} {self.params}{guess} ({self.source})"
+        ours = f"{self.build.label} {self.strategy} {self.params}{guess} ({self.source})"
+        if self.backend == "torch":
+            return f"torch's convolution ({self.reason}); megasim's best: {ours}"
+        return ours + (f"; {self.reason}" if self.reason else "")
 
 
 def default_schedule(shape, gpu: str) -> Schedule:
@@ -128,20 +153,21 @@ def default_schedule(shape, gpu: str) -> Schedule:
 
 
 def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: int = 1, seed: int = 0) -> Schedule:
-    """The simulator's best of `budget` TPE evaluations (variant, mode, mapping options, partition)."""
-    from megasim.app.calibrate.profile import gpu_for_simulation
+    """The simulator's best of `budget` TPE evaluations over the whole decision space (launch, variant, mode,
+    GEMM body, mapping options) at the layer's own partition."""
+    from megasim.app.calibrate.profile import simulation_model
     from megasim.app.catalog import partition_for
     from megasim.app.search import outputs
     from megasim.app.search.objective import Problem
     from megasim.app.search.runner import SearchConfig, run_search
     from megasim.app.search.space import build_space, legal_points
     from megasim.gpu.backend import kernel_build_hash
-    gpu, note = gpu_for_simulation(gpu_name)
+    gpu, note, intervals = simulation_model(gpu_name)
     layer = Schedule(shape, 4, Partition(), "static", "paper").layer
-    space = build_space("paper", partition_for(layer, gpu.name),
-                        {"variant": tuple(variants), "launch": ("fused",), "gemm": ("generic",)}, layer)
+    space = build_space("paper", partition_for(layer, gpu.name), {"variant": tuple(variants)}, layer)
     reference = space.setting(space.default_point())
-    problem = Problem(layer, WinogradVariant(reference.variant), gpu, "paper").with_build(reference)
+    problem = Problem(layer, WinogradVariant(reference.variant), gpu, "paper",
+                      mapping_gain=float((intervals or {}).get("mapping_gain", 1.0))).with_build(reference)
     legal, example = legal_points(space, layer, gpu, limit=0)
     if not legal:
         raise NoLegalPoint(example)
@@ -154,7 +180,7 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     chosen, part, opts = problem.at(space, {p.name: best[p.name] for p in space.params})
     return Schedule(tuple(shape), chosen.variant.m, part, chosen.mode, "paper", opts, gpu.name, kernel_build_hash(),
                     f"search: {len(result.trials)} TPE evaluations on {note.removeprefix('model: ')}",
-                    float(best["time_us"]))
+                    float(best["time_us"]), launch=chosen.launch, gemm=chosen.gemm)
 
 
 def _mapping_files(folder: Path) -> dict[tuple, Path]:
@@ -172,20 +198,16 @@ def _mapping_files(folder: Path) -> dict[tuple, Path]:
 
 
 def from_mapping_file(path: Path, gpu: str) -> Schedule:
-    """A mapping file's schedule; refused where it names a build this op cannot run (it launches the fused
-    megakernel with the generic GEMM body)."""
+    """A mapping file's schedule: the whole build it names."""
     from megasim.contract.mapping.io import build_of, mode_of, problem_of, read_mapping_file
     from megasim.gpu.backend import kernel_build_hash
     doc = read_mapping_file(path)
     build = build_of(doc, str(path))
-    if (build.launch, build.gemm) != ("fused", "generic"):
-        raise MegasimError(f"{path} names a {build.label} build; megasim.torch runs the fused megakernel with the "
-                           "generic GEMM body only: search with --launch fused --gemm generic for it")
     layer, variant, part = problem_of(doc, str(path))
     guess = (doc.get("search") or {}).get("predicted_us")
     return Schedule((layer.n, layer.c, layer.h, layer.w, layer.k), variant.m, part, mode_of(doc, str(path)),
                     str(doc.get("strategy", "file")), doc.get("params") or {}, gpu, kernel_build_hash(),
-                    f"mapping file {path}", guess, str(path))
+                    f"mapping file {path}", guess, str(path), launch=build.launch, gemm=build.gemm)
 
 
 @dataclass(frozen=True)
@@ -199,6 +221,11 @@ class Schedules:
     jobs: int = 1
     gpu: str | None = None  # simulate this GPU; default: the one the tensors are on
     seed: int = 0
+    backend: str = "auto"   # "auto": the faster of megasim's build and torch's convolution; "megasim"; "torch"
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise MegasimError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
 
     def key(self) -> str:
         """A short stable name (the custom op carries it as a string)."""
@@ -254,6 +281,25 @@ class Schedules:
 
     def resolve(self, shape, gpu: str) -> Schedule:
         return self.lookup(shape, gpu) or self.make(shape, gpu)
+
+    def decide(self, schedule: Schedule, measure_torch=None) -> Schedule:
+        """`schedule` with the side that runs (`backend`) and why. In "auto", torch's convolution of the
+        shape is measured once (`measure_torch(shape)` -> us, on the device) and cached with the schedule."""
+        if self.backend != "auto":
+            return replace(schedule, backend=self.backend, reason=f"forced: backend={self.backend!r}")
+        if schedule.torch_us is None and measure_torch is not None:
+            schedule = replace(schedule, torch_us=float(measure_torch(schedule.shape)))
+            if not schedule.mapping_file:
+                self.store(schedule)
+        ours, theirs = schedule.predicted_us, schedule.torch_us
+        if theirs is None or ours is None:
+            why = "no torch measurement" if theirs is None else "no prediction of the build"
+            return replace(schedule, backend="megasim", reason=f"{why}: runs the build")
+        if theirs < ours:
+            return replace(schedule, backend="torch",
+                           reason=f"torch measured {theirs:.1f} us, below the build's predicted {ours:.1f} us")
+        return replace(schedule, backend="megasim",
+                       reason=f"predicted {ours:.1f} us, below torch's measured {theirs:.1f} us")
 
 
 __all__ = ["Schedule", "Schedules", "ScheduleWarning", "NoLegalPoint", "default_schedule", "search_schedule", "shape_name",

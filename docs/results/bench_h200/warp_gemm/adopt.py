@@ -10,11 +10,11 @@ compiled the warp-tiled GEMM. Prints a table last.
 """
 import json
 import sys
+from argparse import Namespace
 from dataclasses import replace
 
 from megasim.app.bench import bench_layer
 from megasim.app.catalog import layer_names, load_layer, partition_for
-from megasim.app.search.hardware import bench_args
 from megasim.contract.resources import gemm_warp_tiled
 from megasim.contract.graph import build_graph
 from megasim.contract.problem import WinogradVariant
@@ -55,7 +55,7 @@ def main(path):
     for name in layer_names()[:13]:
         layer = load_layer(name)
         for part in candidates(layer):
-            e = bench_layer(layer, bench_args("paper", {}, 4, 20), 4.0e12, partition=part, baselines=False,
+            e = bench_layer(layer, Namespace(strategy="paper", mapping=None, partition=None, reps=20, variant=4, opt=[], seed=None), 4.0e12, partition=part, baselines=False,
                             raw_blockidx=False, variants=False)
             t = e["timings"]
             rows.append({"layer": name, "partition": part.to_dict(), "warp_gemm": gemm_warp_tiled(layer, part),

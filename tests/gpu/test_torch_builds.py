@@ -1,0 +1,84 @@
+"""megasim.torch runs whole builds: a mapping file naming a non-fused or a warp-body build runs that build
+(against torch fp32, TF32 off), and a layer whose schedule chose torch's convolution runs torch's, in eager
+mode and inside a compiled graph."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import megasim.torch as mtorch  # noqa: E402
+from megasim.app.catalog import partition_for  # noqa: E402
+from megasim.contract.build import Build, build_partition  # noqa: E402
+from megasim.contract.graph import build_graph  # noqa: E402
+from megasim.contract.mapping import make  # noqa: E402
+from megasim.contract.mapping.io import save_mapping  # noqa: E402
+from megasim.contract.problem import Layer, WinogradVariant  # noqa: E402
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")]
+
+N, C, H, W, K = 2, 64, 28, 28, 128
+LAYER_TOLERANCE = 2e-5
+
+
+@pytest.fixture(autouse=True)
+def fp32():
+    flags = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = flags
+
+
+def rel(a, b) -> float:
+    return ((a.double() - b.double()).norm() / b.double().norm()).item()
+
+
+def mapping_dir(tmp_path, build: Build):
+    layer = Layer(N, C, H, W, K)
+    part = build_partition(layer, build, partition_for(layer, "h200"))
+    graph = build_graph(layer, WinogradVariant(build.variant), part)
+    save_mapping(tmp_path / "best.json", graph, make(graph, "paper"), mode=build.mode, launch=build.launch,
+                 gemm=build.gemm)
+    return str(tmp_path)
+
+
+def conv_with(schedules):
+    torch.manual_seed(0)
+    conv = mtorch.Conv2d(C, K, 3, padding=1, bias=False, schedules=schedules).cuda()
+    x = torch.randn(N, C, H, W, device="cuda")
+    return conv, x
+
+
+@pytest.mark.parametrize("build", [Build("nonfused", 4, "static", "warp"), Build("fused", 4, "persistent", "warp"),
+                                   Build("nonfused", 2, "static", "generic")], ids=lambda b: b.label)
+def test_a_mapping_files_build_runs_as_named(tmp_path, build):
+    conv, x = conv_with(mtorch.Schedules(mapping_dir=mapping_dir(tmp_path, build), backend="megasim"))
+    with torch.no_grad():
+        y = conv(x)
+        ref = F.conv2d(x, conv.weight, padding=1)
+    plan = conv.shape_plans[tuple(x.shape)]
+    assert (plan.schedule.launch, plan.schedule.gemm, plan.schedule.mode) == (build.launch, build.gemm, build.mode)
+    assert type(plan.conv).__name__ == ("FusedConv" if build.launch == "fused" else "NonFusedConv")
+    assert rel(y, ref) < LAYER_TOLERANCE
+
+
+def test_a_layer_that_chose_torch_runs_torchs_convolution(tmp_path):
+    conv, x = conv_with(mtorch.Schedules(cache_dir=str(tmp_path), backend="torch"))
+    with torch.no_grad():
+        y = conv(x)
+        compiled = torch.compile(conv)(x)
+    plan = conv.shape_plans[tuple(x.shape)]
+    assert plan.runs_torch and plan.conv is None and "forced" in plan.schedule.reason
+    ref = F.conv2d(x, conv.weight, padding=1)
+    assert rel(y, ref) < 1e-6 and rel(compiled, ref) < 1e-6
+
+
+def test_auto_measures_torch_once_and_reports_the_choice(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Conv2d(C, K, 3, padding=1, bias=False)).cuda()
+    report = mtorch.convert(model, mtorch.Schedules(cache_dir=str(tmp_path)))
+    x = torch.randn(N, C, H, W, device="cuda")
+    with torch.no_grad():
+        model(x)
+    (run,) = report.runs()
+    assert run["torch_us"] > 0 and run["predicted_us"] > 0 and run["backend"] in ("megasim", "torch")
+    assert (run["backend"] == "torch") == (run["torch_us"] < run["predicted_us"])
+    assert run["why"] and "per input shape, what runs and why" in str(report)
