@@ -14,9 +14,10 @@ Per network and batch (224 x 224 images, random weights, eval mode, no_grad):
 - the relative L2 error of the converted network's output against torch's.
 
 Timing: CUDA events around each call, 3 warm-up calls, the median of `reps`. Each shape's schedule is
-the default `Schedules()` (the disk cache, else a simulator search of 16 evaluations picking variant
-among F(2x2), F(4x4), mode, mapping and partition); `--prepare-only` makes every schedule and compiles
-every kernel in parallel (`megasim.torch.prepare`) and stops, so a later run times warm. Writes
+the default `Schedules()`: the disk cache, else a simulator search of 16 evaluations (every build of
+F(2x2) and F(4x4): fused in each mode or non-fused, each GEMM body), and torch's convolution where its
+one-time measured time beats the chosen build's prediction; `--prepare-only` makes every schedule and
+compiles every kernel in parallel (`megasim.torch.prepare`) and stops, so a later run times warm. Writes
 OUT/torch_bench.json and OUT/torch_bench.md.
 """
 import argparse

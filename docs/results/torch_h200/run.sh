@@ -40,7 +40,7 @@ echo "prepare rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
 pack
 
 # 2. the GPU tests (batch 1: their schedules and kernels were made in step 1)
-timeout "$(left 170)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_torch.py tests/gpu/test_measured_trace.py -rs \
+timeout "$(left 170)" python3 -m pytest -q -p no:cacheprovider tests/gpu/test_torch.py tests/gpu/test_torch_builds.py tests/gpu/test_measured_trace.py -rs \
     >"$WORK/pytest.log" 2>&1
 echo "pytest rc=$? at ${SECONDS}s" >>"$WORK/steps.txt"
 pack

@@ -43,7 +43,8 @@ def winograd_conv3x3(x: torch.Tensor, w_krsc: torch.Tensor, schedules: str) -> t
     capturing = torch.cuda.is_current_stream_capturing()
     plan = plans.plan_for(schedules, (n, c, h, w, k), device, capturing)
     if plan.runs_torch:
-        return torch.nn.functional.conv2d(x, w_krsc.permute(0, 3, 1, 2), padding=1)
+        y = torch.nn.functional.conv2d(x, w_krsc.permute(0, 3, 1, 2), padding=1)
+        return y.contiguous(memory_format=torch.channels_last) if is_channels_last(x) else y.contiguous()
     x_nhwc = x.permute(0, 2, 3, 1)
     if not x_nhwc.is_contiguous():
         x_nhwc = x_nhwc.contiguous()
