@@ -11,10 +11,9 @@ from megasim.app.arguments import Parser as _Parser
 from megasim.app.arguments import check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
+from megasim.contract.build import AXES, LAUNCHES
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import DEFAULT_POLICY, MODES
-from megasim.contract.resources import GEMM_BODIES
-from megasim.contract.build import LAUNCHES
 
 
 def _layer(args):
@@ -49,14 +48,6 @@ def _problem(args, gpu_name: str):
     return (layer, variant, *partition_and_source(layer, gpu_name, args.partition), args.mode or MODES[0])
 
 
-def _file_gemm(args) -> str | None:
-    """The GEMM body a --mapping file names (its partition is already that body's)."""
-    if not args.mapping:
-        return None
-    from megasim.contract.mapping.io import build_of, read_mapping_file
-    return build_of(read_mapping_file(args.mapping), args.mapping).gemm
-
-
 def cmd_simulate(args) -> int:
     if args.network:
         from megasim.app.network_sim import simulate_network
@@ -70,25 +61,18 @@ def cmd_simulate(args) -> int:
     if args.all_builds:
         from megasim.app.pick import simulate_all_builds
         return simulate_all_builds(args, gpu, model_note, _problem)
-    from megasim.contract.build import Build, build_partition
+    from megasim.app.calibrate.uncertainty import Uncertainty
+    from megasim.app.mapping_flags import gemm_and_partition
+    from megasim.contract.build import simulated_builds
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
-    gemm = args.gemm or _file_gemm(args) or "generic"
-    if not args.mapping:
-        widened = build_partition(layer, Build(gemm=gemm), partition)
-        if widened != partition:
-            partition_source += f", widened for the {gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
-        partition = widened
+    gemm, partition, partition_source = gemm_and_partition(args, layer, partition, partition_source)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm)
-    builds = {launch: Build(launch, variant.m, mode if launch == "fused" else "static", gemm, partition).to_dict()
-              for launch in ("fused", "nonfused")}
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
-    call = None
-    if intervals:
-        from megasim.app.calibrate.uncertainty import Uncertainty
-        call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us)
+    call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us) if intervals else None
     if args.json:
+        builds = simulated_builds(variant.m, mode, gemm, partition)
         print(json.dumps({**result.to_json(), "builds": builds, "partition": partition.to_dict(),
                           "partition_source": partition_source, "uncertainty": call, "model": model_note}))
     else:
@@ -287,7 +271,7 @@ def _simulate_parser(sub):
                                                    "figures only: no profile unless --profile)")
     add_policy_args(sim)
     sim.add_argument("--mode", choices=MODES, help=MODE_HELP + "; default static, or the --mapping file's")
-    sim.add_argument("--gemm", choices=GEMM_BODIES,
+    sim.add_argument("--gemm", choices=AXES["gemm"],
                      help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
                           "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it); "
                           "default generic, or the --mapping file's")
@@ -330,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "(default: searched)")
     srch.add_argument("--variant", type=int, help="pin m of F(m x m, 3 x 3) to 2, 4 or 6 (default: searched)")
     srch.add_argument("--mode", choices=MODES, help="pin the " + MODE_HELP + " (default: searched)")
-    srch.add_argument("--gemm", choices=GEMM_BODIES, help="pin the GEMM body: generic or warp (default: searched)")
+    srch.add_argument("--gemm", choices=AXES["gemm"], help="pin the GEMM body: generic or warp (default: searched)")
     srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition; the "
                                           "partition is searched only where --space names a field)")
     srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")

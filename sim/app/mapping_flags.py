@@ -77,3 +77,17 @@ def problem_from_mapping_file(args) -> tuple[Layer, WinogradVariant, Partition, 
         raise MegasimError(f"{', '.join(given)}: {path} already gives the order (made by {made}); "
                            "drop the flag or the --mapping")
     return layer, variant, partition, mode_of(doc, path)
+
+
+def gemm_and_partition(args, layer, partition: Partition, source: str) -> tuple[str, Partition, str]:
+    """`simulate`'s GEMM body (`--gemm`, else the --mapping file's, else generic) and the partition it runs on:
+    a mapping file's as it is, else the table's widened for the warp body as `bench` runs it."""
+    from megasim.contract.build import Build, build_partition
+    from megasim.contract.mapping.io import build_of
+    gemm = args.gemm or (build_of(read_mapping_file(args.mapping), args.mapping).gemm if args.mapping else "generic")
+    if args.mapping:
+        return gemm, partition, source
+    widened = build_partition(layer, Build(gemm=gemm), partition)
+    if widened != partition:
+        source += f", widened for the {gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
+    return gemm, widened, source

@@ -84,9 +84,16 @@ def discrete_builds(layer: Layer, own: Partition) -> list[Build]:
     return out
 
 
+def simulated_builds(variant: int, mode: str, gemm: str, partition: Partition) -> dict:
+    """The two builds one `megasim simulate` run predicts, fused in `mode` and non-fused, as dicts."""
+    return {launch: Build(launch, variant, mode if launch == "fused" else "static", gemm, partition).to_dict()
+            for launch in LAUNCHES}
+
+
 def with_partition(build: Build, layer: Layer, own: Partition) -> Build:
     """`build` with the partition it runs on written out (what a mapping file records)."""
     return replace(build, partition=build_partition(layer, build, own))
 
 
-__all__ = ["AXES", "LAUNCHES", "Build", "build_partition", "discrete_builds", "gemm_bodies_for", "with_partition"]
+__all__ = ["AXES", "LAUNCHES", "Build", "build_partition", "discrete_builds", "gemm_bodies_for", "simulated_builds",
+           "with_partition"]

@@ -8,9 +8,9 @@ discrete builds (`search.hardware.candidates`). This writes exactly that list, w
 prediction (the search's counted one, `search.objective`), so the predictions are committed before
 `measure.py` times them on the GPU.
 """
+import argparse
 import json
 import subprocess
-import sys
 from argparse import Namespace
 
 from megasim.app.calibrate.profile import simulation_model
@@ -35,7 +35,9 @@ def layer_candidates(name: str, gpu, intervals, budget: int, top: int = 3) -> di
 
 
 if __name__ == "__main__":
-    budget = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("budget", type=int, nargs="?", default=200, help="TPE evaluations per layer")
+    budget = parser.parse_args().budget
     gpu, note, intervals = simulation_model("h200")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     layers = [layer_candidates(n, gpu, intervals, budget) for n in layer_names()[:13]]

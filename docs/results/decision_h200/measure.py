@@ -1,4 +1,5 @@
-"""Measure the committed candidates (candidates.py) on this GPU: the search's picks beside every discrete build.
+"""Measure the committed candidates (candidates.py, corpus_candidates.py) on this GPU: the simulator's picks
+beside every discrete build.
 
     python docs/results/decision_h200/measure.py compile CANDIDATES WORKERS
     python docs/results/decision_h200/measure.py time CANDIDATES OUT [LAYER...]
