@@ -41,7 +41,7 @@ from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.contract.scheduling import MODES
-from megasim.app.bench_best import best_fused, other_variant_runs, warp_runs
+from megasim.app.bench_best import best_fused, best_nonfused, space_runs
 from megasim.app.catalog import load_gpu, partition_for
 from megasim.app.choices import mapping_from_args
 
@@ -120,9 +120,9 @@ def _score(cp, ref):
 
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
                 baselines: bool = True, raw_blockidx: bool = True, k_step: int = GEMM_K_STEP,
-                variants: bool = True, warp: bool = True) -> dict:
-    """Every timing of one layer; with `variants`, the other Winograd variants fused too (not with a
-    mapping file, which fixes the graph), and the best accurate fused configuration."""
+                space: bool = True) -> dict:
+    """Every timing of one layer; with `space`, every other build of its decision space too (not with a
+    mapping file, which fixes the build: `bench_best.space_runs`), and the best accurate builds."""
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
@@ -140,19 +140,19 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     bitwise = bool((runs["fused"].output == runs["nonfused"].output).all())
     modes_bitwise = all(bool((e.output == runs["fused"].output).all()) for e in runs.values())
     del runs
-    if variants and not getattr(args, "mapping", None):
-        more = other_variant_runs(graph, lambda g: mapping_from_args(g, args), config,
-                                  lambda g: CudaInterpreter(workspace=Workspace(g), k_step=k_step), _score(cp, ref))
-        timings.update(more[0])
-        checks.update(more[1])
     gemm_partitions = {}
-    if warp and not getattr(args, "mapping", None):
-        more = warp_runs(graph, lambda g: mapping_from_args(g, args), config,
-                         lambda g, **kw: CudaInterpreter(workspace=Workspace(g), k_step=k_step, gemm="warp", **kw),
-                         _score(cp, ref))
+    if space and not getattr(args, "mapping", None):
+        workspaces: dict = {}
+
+        def cuda_for(g, **build):
+            ws_g = workspaces.setdefault((g.variant.m, g.partition), Workspace(g))
+            return CudaInterpreter(workspace=ws_g, k_step=k_step, **build)
+
+        more = space_runs(graph, lambda g: mapping_from_args(g, args), config, cuda_for, _score(cp, ref), set(timings))
         timings.update(more[0])
         checks.update(more[1])
-        gemm_partitions = more[2]
+        gemm_partitions = {k: p for k, p in more[2].items() if p != part.to_dict()}
+        del workspaces
 
     wino_flops = float(graph.flops.sum())
     entry = {"layer": asdict(layer), "variant": variant.m, "partition": part.to_dict(),
@@ -164,6 +164,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
     entry["best_fused"] = best_fused(entry)
+    entry["best_nonfused"] = best_nonfused(entry)
     if getattr(args, "trace", None):
         from megasim.app.bench_trace import trace_layer
         entry["trace"] = str(trace_layer(args.trace, graph, mp, _trace_mode(args), ws, (xs, wts, ys)))
@@ -196,25 +197,20 @@ def _fastest(entry) -> dict | None:
     return min(ok, key=lambda r: r["median_us"]) if ok else None
 
 
-def best_nonfused(timings: dict) -> float:
-    """Our fastest non-fused path: graph-captured, over the GEMM bodies that were timed."""
-    return min(t["median_us"] for k, t in timings.items()
-               if k in ("nonfused-graph", "nonfused-warp-graph") and t.get("median_us") is not None)
-
-
 def _us(value) -> str:
     return f"{value:9.1f}" if value is not None else f"{'-':>9}"
 
 
 def format_table(entries: list[dict]) -> str:
-    """Per layer: fused in each mode, the best accurate fused run (mode/variant), and that best against
-    the graph-captured non-fused path and the fastest cuDNN/torch baseline."""
-    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>20} {'nf-graph':>9} {'cudnn best':>24} "
-            f"{'x cudnn':>7} {'x nf-g':>6} {'floor':>8} {'err':>8}")
+    """Per layer: fused in each mode, the best accurate fused build (mode/variant/body), and that best against
+    our fastest accurate non-fused build (graph-captured, any variant and body) and the fastest cuDNN/torch
+    baseline."""
+    head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>20} {'best nf':>9} {'cudnn best':>24} "
+            f"{'x cudnn':>7} {'x nf':>6} {'floor':>8} {'err':>8}")
     lines = [head, "-" * len(head)]
     for e in entries:
         t = e["timings"]
-        g = best_nonfused(t)
+        g = (e.get("best_nonfused") or {}).get("median_us") or t["nonfused-graph"]["median_us"]
         fused = e.get("best_fused") or {"median_us": t["fused"]["median_us"], "mode": "static",
                                          "variant": e["variant"], "rel_err": e["checks"]["fused"]["rel_err"]}
         f = fused["median_us"]

@@ -1,24 +1,25 @@
-"""The other Winograd variants' and GEMM bodies' fused runs, and the best fused configuration of a layer.
+"""The rest of a layer's decision space beside the requested build, and the best fused and non-fused builds.
 
-`megasim bench` times the requested variant in full (fused in every scheduling mode, non-fused,
-baselines). A user who wants the fastest fused convolution does not care which F(m x m, 3 x 3) gives
-it, as long as it is accurate enough, so the other variants run fused too, in every mode. The best
-is the fastest run whose output has no NaN and whose relative error against float64 is within its
-variant's tolerance. F(6x6) rounds more than F(4x4) (larger transform constants), so it has its own
-tolerance, the one the GPU tests use. The warp-tiled GEMM body (gpu/kernels/gemm_warp.cuh) is timed
-beside the generic one, on its own partition; the calibrated profiles describe the generic body.
+`megasim bench` times the requested variant with the generic GEMM body in full (fused in every scheduling mode,
+non-fused alone and graph-captured, baselines). A user who wants the fastest convolution does not care which
+build gives it, as long as it is accurate enough, so every other build of the layer's decision space
+(`contract.build.discrete_builds`: each variant, mode and GEMM body, fused or non-fused, a warp build on its
+own widened partition) is timed beside it on the same inputs: bench measures exactly the builds the simulator
+ranks, from the one declaration. A non-fused build is its four kernels replayed from a CUDA graph. The best is
+the fastest run whose output has no NaN and whose relative error against float64 is within its variant's
+tolerance. F(6x6) rounds more than F(4x4) (larger transform constants), so it has its own tolerance, the one
+the GPU tests use.
 """
 from __future__ import annotations
 
+from megasim.contract.build import Build, build_partition, discrete_builds
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
-from megasim.contract.problem import VARIANTS, WinogradVariant
-from megasim.contract.resources import gemm_warp_tiled, warp_partition
+from megasim.contract.problem import WinogradVariant
 from megasim.contract.scheduling import MODES
 
 TOLERANCE = {2: 5e-6, 4: 5e-6, 6: 1e-4}
-WARP_MODES = ("static", "persistent")  # the ready queue never beat persistent (docs/performance.md)
 
 
 def timing_key(mode: str, variant: int, main_variant: int, gemm: str = "generic") -> str:
@@ -28,64 +29,54 @@ def timing_key(mode: str, variant: int, main_variant: int, gemm: str = "generic"
     return key if variant == main_variant else f"{key}-f{variant}"
 
 
-def _timed_variant(layer, part, m: int, main: int, modes, gemm: str, mapping_for, cuda_for, config: RunConfig,
-                   score, timings: dict, checks: dict):
-    """Variant m's graph on `part`, fused in each of `modes`, into `timings`/`checks`; returns the graph."""
-    g = build_graph(layer, WinogradVariant(m), part)
-    mapping, cuda = mapping_for(g), cuda_for(g)
-    for mode in modes:
-        run = cuda.run(g, mapping, RunConfig(inputs=config.inputs, reps=config.reps, mode=mode))
-        key = timing_key(mode, m, main, gemm)
-        timings[key], checks[key] = run.native, score(run.output)
-    return g
+def build_key(build: Build, main_variant: int) -> str:
+    """A build's timing key: `timing_key` for a fused one; 'nonfused-graph', 'nonfused-warp-graph-f6' for a
+    non-fused one (its graph-captured launch)."""
+    if build.launch == "fused":
+        return timing_key(build.mode, build.variant, main_variant, build.gemm)
+    key = "nonfused" + ("-warp" if build.gemm == "warp" else "") + "-graph"
+    return key if build.variant == main_variant else f"{key}-f{build.variant}"
 
 
-def other_variant_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> tuple[dict, dict]:
-    """(timings, checks) of every mode of every variant but `graph`'s, on the same inputs and partition.
+def parse_build_key(key: str, main_variant: int) -> tuple[str, int, str, str] | None:
+    """(launch, variant, mode, GEMM body) of a build's timing key (`build_key`'s inverse), or None for a key
+    that names no build (the raw-blockIdx run, a non-fused launch timed kernel by kernel)."""
+    if key.startswith("nonfused"):
+        parts = key.split("-")
+        if "graph" not in parts:
+            return None
+        variant = int(parts[-1][1:]) if parts[-1].startswith("f") else main_variant
+        return "nonfused", variant, "static", "warp" if "warp" in parts else "generic"
+    fused = parse_timing_key(key, main_variant) if key.startswith("fused") else None
+    return None if fused is None else ("fused", fused[1], fused[0], fused[2])
 
-    `mapping_for(graph)` builds the mapping the user asked for on another variant's graph,
-    `interpreter_for(graph)` a CUDA interpreter with its workspace, `score(y)` the output's check.
-    A variant the kernels cannot build is recorded with its error, not raised.
+
+def space_runs(graph, mapping_for, config: RunConfig, interpreter_for, score, done=()) -> tuple[dict, dict, dict]:
+    """(timings, checks, partitions) of every build of the layer's decision space whose key is not in `done`,
+    on `graph`'s partition as the layer's own and the inputs of `config`.
+
+    `mapping_for(graph)` builds the mapping the user asked for on another build's graph,
+    `interpreter_for(graph, **build_options)` a CUDA interpreter with its workspace, `score(y)` the output's
+    check. A build the kernels cannot build is recorded with its error, not raised.
     """
-    timings, checks = {}, {}
-    main = graph.variant.m
-    for m in VARIANTS:
-        if m == main:
+    timings, checks, parts = {}, {}, {}
+    layer, main = graph.layer, graph.variant.m
+    for b in discrete_builds(layer, graph.partition):
+        key = build_key(b, main)
+        if key in done:
             continue
         try:
-            _timed_variant(graph.layer, graph.partition, m, main, MODES, "generic", mapping_for, interpreter_for,
-                           config, score, timings, checks)
+            part = build_partition(layer, b, graph.partition)
+            g = build_graph(layer, WinogradVariant(b.variant), part)
+            fused = b.launch == "fused"
+            cuda = interpreter_for(g, gemm=b.gemm, graph_capture=not fused)
+            run = cuda.run(g, mapping_for(g) if fused else None,
+                           RunConfig(inputs=config.inputs, reps=config.reps, launch=b.launch, mode=b.mode))
+            timings[key], checks[key] = run.native, score(run.output)
+            parts[key] = part.to_dict()
         except MegasimError as exc:
-            timings[timing_key("static", m, main)] = {"median_us": None, "error": str(exc)}
-    return timings, checks
-
-
-def warp_runs(graph, mapping_for, config: RunConfig, interpreter_for, score) -> tuple[dict, dict, dict]:
-    """(timings, checks, partitions) of the warp-tiled GEMM body: every variant fused in WARP_MODES and the
-    requested variant non-fused (graph-captured), each on `warp_partition` of the layer's partition.
-
-    `interpreter_for(graph, **options)` builds a CUDA interpreter of the warp body. Where the warp body does
-    not apply (`gemm_warp_tiled`), each variant is recorded with the reason, not raised.
-    """
-    timings, checks = {}, {}
-    main, layer = graph.variant.m, graph.layer
-    part = warp_partition(layer, graph.partition)
-    applies = gemm_warp_tiled(layer, part)
-    for m in VARIANTS:
-        key0 = timing_key("static", m, main, "warp")
-        if not applies:
-            timings[key0] = {"median_us": None, "error": f"the warp-tiled GEMM does not apply to {part}"}
-            continue
-        try:
-            g = _timed_variant(layer, part, m, main, WARP_MODES, "warp", mapping_for, interpreter_for, config, score,
-                               timings, checks)
-            if m == main:
-                run = interpreter_for(g, graph_capture=True).run(
-                    g, None, RunConfig(launch="nonfused", inputs=config.inputs, reps=config.reps))
-                timings["nonfused-warp-graph"], checks["nonfused-warp-graph"] = run.native, score(run.output)
-        except MegasimError as exc:
-            timings[key0] = {"median_us": None, "error": str(exc)}
-    return timings, checks, {key: part.to_dict() for key in checks}
+            timings[key] = {"median_us": None, "error": str(exc)}
+    return timings, checks, parts
 
 
 def parse_timing_key(key: str, main_variant: int) -> tuple[str, int, str] | None:
@@ -96,6 +87,22 @@ def parse_timing_key(key: str, main_variant: int) -> tuple[str, int, str] | None
     parts = parts[1:] if gemm == "warp" else parts
     mode = parts[0] if parts else "static"
     return (mode, variant, gemm) if mode in MODES else None
+
+
+def best_nonfused(entry: dict) -> dict | None:
+    """The fastest accurate non-fused (graph-captured) build of a bench entry: variant, body, time, error."""
+    best = None
+    for key, timing in entry["timings"].items():
+        parsed = parse_build_key(key, entry["variant"])
+        check = entry["checks"].get(key)
+        if parsed is None or parsed[0] != "nonfused" or check is None or not timing or timing.get("median_us") is None:
+            continue
+        if check["nan_count"] or not check["rel_err"] <= TOLERANCE[parsed[1]]:
+            continue
+        if best is None or timing["median_us"] < best["median_us"]:
+            best = {"variant": parsed[1], "gemm": parsed[3], "timing": key, "median_us": timing["median_us"],
+                    "rel_err": check["rel_err"]}
+    return best
 
 
 def best_fused(entry: dict) -> dict | None:

@@ -69,7 +69,7 @@ def bench_network(args) -> int:
     def measure(entry: NetworkLayer, path: Path | None) -> LayerTimes:
         layer_args = Namespace(**{**vars(args), "mapping": str(path) if path else None})
         done = bench.bench_layer(entry.layer, layer_args, header["copy_bandwidth_bytes_per_s"], baselines=False,
-                           raw_blockidx=False, variants=False, warp=False)
+                           raw_blockidx=False, space=False)
         cp.get_default_memory_pool().free_all_blocks()
         return times_from_bench(done, _mode_of(path))
 

@@ -58,7 +58,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(bench, "copy_bandwidth", lambda cp: 3e12)
 
     def bench_layer(layer, args, bandwidth, **only):
-        assert only == {"baselines": False, "raw_blockidx": False, "variants": False, "warp": False}
+        assert only == {"baselines": False, "raw_blockidx": False, "space": False}
         calls.append((layer.c, args.mapping))
         return fake_entry(layer)
     monkeypatch.setattr(bench, "bench_layer", bench_layer)

@@ -8,21 +8,18 @@ later compiles hits. Timings are unaffected: bench still compiles (or loads) eve
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from megasim.contract.problem import VARIANTS
-
-MODES_BY_BODY = {"generic": ("static", "persistent", "ready_queue"), "warp": ("static", "persistent")}
-
 
 def builds(name):
+    """The raw-blockIdx build and every build of the layer's decision space (`discrete_builds`), as bench asks."""
     from megasim.app.catalog import load_layer, partition_for
-    from megasim.contract.resources import gemm_warp_tiled, warp_partition
+    from megasim.contract.build import build_partition, discrete_builds
     layer = load_layer(name)
     base = partition_for(layer, "h200")
     out = [(name, 4, base, "generic", "static", dict(ticket=False, spin_limit_ns=500_000_000))]
-    for gemm, part in (("generic", base), ("warp", warp_partition(layer, base))):
-        if gemm == "warp" and not gemm_warp_tiled(layer, part):
-            continue
-        out += [(name, m, part, gemm, mode, {}) for m in VARIANTS for mode in MODES_BY_BODY[gemm]]
+    for b in discrete_builds(layer, base):
+        job = (name, b.variant, build_partition(layer, b, base), b.gemm, b.mode, {})
+        if job not in out:
+            out.append(job)
     return out
 
 

@@ -5,8 +5,8 @@
 Reads this folder's `bench_<layer>.json`, and `space_sweep_<gpu>.json` where it exists (the builds of the
 decision space bench does not time: `space_sweep.py`), and writes one row per timed build: the layer, its partition and
 mapping, the build (`megasim.contract.build.Build`: launch, variant, mode, GEMM body) and its median time. A
-non-fused build's time is its graph-captured launch sequence (`nonfused-graph`, `nonfused-warp-graph`), the
-only non-fused time the warp body has. A layer is held out where the calibration runs hold it out whole
+non-fused build's time is its graph-captured launch sequence (`nonfused-graph`, `nonfused-warp-graph-f6`, ...).
+A layer is held out where the calibration runs hold it out whole
 (ResNet-3, VGG-2, YOLOv3-2), so the warp body's laws, fitted on the training layers, are judged on these.
 """
 import argparse
@@ -20,12 +20,9 @@ HELDOUT = ("ResNet-3", "VGG-2", "YOLOv3-2")
 
 def parse(key: str, main: int):
     """(launch, variant, mode, gemm) of a bench timing key, or None for a key that is not a build (the raw-blockIdx
-    run): the non-fused graph-captured keys here, the fused ones as bench reads them."""
-    from megasim.app.bench_best import parse_timing_key
-    if key in ("nonfused-graph", "nonfused-warp-graph"):
-        return "nonfused", main, "static", "warp" if "warp" in key else "generic"
-    fused = parse_timing_key(key, main) if key.startswith("fused") else None
-    return None if fused is None else ("fused", fused[1], fused[0], fused[2])
+    run, the non-fused kernels timed one by one): bench's own inverse, `bench_best.parse_build_key`."""
+    from megasim.app.bench_best import parse_build_key
+    return parse_build_key(key, main)
 
 
 def main(gpu: str) -> None:

@@ -55,8 +55,8 @@ def main(path):
     for name in layer_names()[:13]:
         layer = load_layer(name)
         for part in candidates(layer):
-            e = bench_layer(layer, Namespace(strategy="paper", mapping=None, partition=None, reps=20, variant=4, opt=[], seed=None), 4.0e12, partition=part, baselines=False,
-                            raw_blockidx=False, variants=False)
+            args = Namespace(strategy="paper", mapping=None, partition=None, reps=20, variant=4, opt=[], seed=None)
+            e = bench_layer(layer, args, 4.0e12, partition=part, baselines=False, raw_blockidx=False, space=False)
             t = e["timings"]
             rows.append({"layer": name, "partition": part.to_dict(), "warp_gemm": gemm_warp_tiled(layer, part),
                          "entry": e})
