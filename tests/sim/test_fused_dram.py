@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from megasim.app.calibrate.fused_dram import USABLE_L2, load_fused_dram, read_errors
+from megasim.app.calibrate.fused_dram import USABLE_L2_FRACTION, load_fused_dram, read_errors
 from megasim.app.calibrate.profile import load_profile, profile_path
 from megasim.app.catalog import load_gpu
 
@@ -24,11 +24,11 @@ def test_the_reading_matches_the_counters_where_the_whole_l2_does_not(h200):
     with the whole L2 usable it reads 11-75% less on each."""
     spec, cases = h200
     assert len(cases) == len(SMALL)
-    pinned = read_errors(spec.with_model(l2_usable_fraction=USABLE_L2["h200"]), cases)
+    pinned = read_errors(spec.with_model(l2_usable_fraction=USABLE_L2_FRACTION), cases)
     whole = read_errors(spec.with_model(l2_usable_fraction=1.0), cases)
     assert np.abs(pinned).max() < 0.06
     assert (whole < -0.1).all()
 
 
 def test_the_committed_profile_carries_the_reading():
-    assert load_profile(profile_path("h200")).model["l2_usable_fraction"] == USABLE_L2["h200"]
+    assert load_profile(profile_path("h200")).model["l2_usable_fraction"] == USABLE_L2_FRACTION

@@ -7,8 +7,8 @@ reads with the whole L2 usable, and with 0.3 of it usable the model's reads come
 of the ten (median |log error| 0.05, against 0.52 at 1.0). A streaming sweep finds the whole L2
 (`<gpu>_micro.json`'s knee); a megakernel keeps about 0.3 of it (docs/model.md, "L2", for the likely reasons).
 The H100 (50 MB) reads best at 0.3 too, if less closely (median |log error| 0.12, against 0.63 at 1.0).
-`USABLE_L2` holds those readings, scanned by docs/results/ncu_fused/scan_usable.py; `calibrate` pins them, so
-stage 3 no longer fits the usable L2.
+Both GPUs read the same fraction, so it is the law's declared default for every GPU, `USABLE_L2_FRACTION`
+(scanned by docs/results/ncu_fused/scan_usable.py); `calibrate` pins it, so stage 3 no longer fits the usable L2.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from megasim.io.files import read_json
 
-USABLE_L2 = {"h200": 0.3, "h100": 0.3}
+USABLE_L2_FRACTION = 0.3
 
 
 def load_fused_dram(path) -> list[dict]:

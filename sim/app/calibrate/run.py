@@ -14,7 +14,7 @@ from megasim.app.calibrate.corpus_eval import validate_corpus
 from megasim.app.calibrate.replay_check import load_replay_inputs, validate_replay
 from megasim.app.calibrate.target_reach import reach_section
 from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_probes, hardware_overrides, work_cv_from_trace
-from megasim.app.calibrate.fused_dram import USABLE_L2
+from megasim.app.calibrate.fused_dram import USABLE_L2_FRACTION
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.builds_fit import fit_builds
 from megasim.app.calibrate.builds import validate_builds
@@ -36,12 +36,12 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     """Stage 1b, for the law `resident_sharing`: the megakernel's per-task cost from the GPU's own trace and
     the GEMM and output block laws from a trace sample (`trace_law`): their efficiency, step and fixed cycles,
     the GEMM's per body (the GEMM kernel's from the non-fused launches, the megakernel's from the fused ones),
-    how blocks of other types share an SM with GEMMs (`neighbour_readings`), and in what order a GEMM
+    how blocks of other types share an SM with GEMMs (`NEIGHBOUR_READINGS`), and in what order a GEMM
     kernel's first wave ends (`end_order.stagger_reading`).
     Returns (model overrides, pinned task types)."""
     from megasim.app.calibrate.end_order import stagger_reading
     from megasim.app.calibrate.trace_law import (gemm_body_laws, gemm_law, graph_of, launches_of, load_sample,
-                                                 neighbour_readings, output_law, task_costs)
+                                                 NEIGHBOUR_READINGS, output_law, task_costs)
     if trace is None:
         raise MegasimError("--sharing resident takes the per-task cost from <gpu>_trace_resnet2.json; "
                            "the raw folder has none (--sharing jobs fits without per-block traces)")
@@ -59,7 +59,7 @@ def traced_constants(spec, trace: dict | None, sample_path) -> tuple[dict, dict]
     bodies = {kind: {body: law(*fit) for body, fit in
                      gemm_body_laws(meta, launches_of(traces, kind), spec.clock_mhz, peak).items()}
               for kind in ("nonfused", "fused")}
-    laws = {**neighbour_readings(spec.name), "first_wave_stagger": {"stagger": {"gemm": stagger_reading(meta, traces)}},
+    laws = {**NEIGHBOUR_READINGS, "first_wave_stagger": {"stagger": {"gemm": stagger_reading(meta, traces)}},
             "gemm_body_laws": bodies}
     return {"laws": list(laws), **laws, **costs}, pinned
 
@@ -99,7 +99,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     stage 3 fits only the usable L2), the GEMM's constants (from `trace_sample`, by default `<gpu>_trace_sample.npz`)
     and the output transform's laws (the same sample's), so stage 2 fits the other transforms and the output's DRAM
     access efficiency alone (decisions.md, "The resident form", "The output transform from its block law"). A
-    usable L2 read off DRAM counters is pinned (`fused_dram.USABLE_L2`): stage 3 then fits at most the overhead."""
+    usable L2 read off DRAM counters is pinned (`fused_dram.USABLE_L2_FRACTION`): stage 3 then fits at most the
+    overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
     micro = load_micro(paths["micro"])
@@ -112,11 +113,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     hw, model = hardware_overrides(micro, spec)
     if trace is not None:
         model["block_work_cv"] = work_cv_from_trace(trace)
-    pinned, stage3 = None, {}
-    usable = USABLE_L2.get(spec.name)
-    if usable is not None:
-        model["l2_usable_fraction"] = usable
-        stage3["usable"] = (usable,)
+    pinned, stage3 = None, {"usable": (USABLE_L2_FRACTION,)}
+    model["l2_usable_fraction"] = USABLE_L2_FRACTION
     if sharing == "resident":
         sample = Path(trace_sample) if trace_sample else paths["trace_sample"]
         traced, pinned = traced_constants(spec.with_model(**hw), trace, sample)

@@ -32,24 +32,14 @@ from megasim.contract.work import issued_flops, serial_steps
 TICK_US = 0.032  # %globaltimer's resolution on Hopper: every measured time is a multiple of it
 FIELDS = ("task", "op", "sm", "start_us", "ready_us", "end_us")
 SAMPLE_PER_LAUNCH = 4000
-# How a GEMM shares an SM with blocks of other types, read off the H100 sample (docs/results/trace_sample/h100/
-# neighbours.md: a transform slows a GEMM like 0.5 of a GEMM, and an input beside working GEMMs takes 1.2-1.6x
-# its work beside none); the values are the smallest that keep every committed floor on the held-out runs
-# (docs/decisions.md, "A GEMM weighs 2 in an SM's issue"). The H100's held-out runs need a stretch of 0.4 for
-# the same (ResNet-1's pick), still inside the traced 1.2-1.6x. The H200's, with its megakernel's GEMM blocks
-# under a law of their own (`launches_of`), is the reading's 0.2: at 0.25 one layer fewer keeps Spearman >= 0.8,
-# at 0.3 one winner fewer is called right (2026-11-27).
+# How a GEMM shares an SM with blocks of other types, read off the trace samples (docs/results/trace_sample/
+# h100/neighbours.md: a transform slows a GEMM like 0.5 of a GEMM, and an input beside working GEMMs takes
+# 1.2-1.6x its work beside none): the laws' declared readings, the same for every GPU. The input stretch is
+# the H200's reading, 0.2 (at 0.25 one layer fewer keeps Spearman >= 0.8, at 0.3 one winner fewer is called
+# right, 2026-11-27). The committed H100 profile holds 0.4, fitted by hand to keep ResNet-1's pick
+# (docs/decisions.md, "A GEMM weighs 2 in an SM's issue"; that profile is kept as fitted).
 NEIGHBOUR_READINGS = {"resident_sharing": {"issue_weight": {"gemm": 2.0}},
                       "gemm_neighbour_stretch": {"stretch": {"input_transform": 0.2}}}
-INPUT_STRETCH = {"h100": 0.4, "h200": 0.2}
-
-
-def neighbour_readings(gpu: str) -> dict:
-    """`NEIGHBOUR_READINGS` with the GPU's own input-transform stretch where it has one."""
-    stretch = INPUT_STRETCH.get(gpu.lower())
-    if stretch is None:
-        return NEIGHBOUR_READINGS
-    return {**NEIGHBOUR_READINGS, "gemm_neighbour_stretch": {"stretch": {"input_transform": stretch}}}
 
 
 def default_sample(raw, gpu: str):
