@@ -36,9 +36,19 @@ SPIN_SLEEP_NS = (32, 1024)  # the megakernel's wait-loop back-off (gpu/kernels/m
 SPIN_ITERS = 24  # Hopper and Ampere keep 1 KiB per resident block for the system
 
 
+# What the runtime reports of the SM and the L2 (cudaDeviceProp), kept in the header so that a spec can be
+# written from the raw file alone (`megasim.app.calibrate.spec_writer`).
+DEVICE_PROPERTIES = ("multiProcessorCount", "maxThreadsPerMultiProcessor", "maxBlocksPerMultiProcessor",
+                     "regsPerMultiprocessor", "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin", "l2CacheSize")
+
+
 def make_header() -> dict:
-    """`measurement_header` and this module's schema version, for every raw file."""
-    return {**measurement_header(), "schema_version": SCHEMA_VERSION}
+    """`measurement_header`, the device's reported properties and this module's schema version, for every raw
+    file."""
+    cp = require_cupy()
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    return {**measurement_header(), "schema_version": SCHEMA_VERSION,
+            "device_properties": {k: int(props[k]) for k in DEVICE_PROPERTIES if k in props}}
 
 
 # ---- device side ------------------------------------------------------------------

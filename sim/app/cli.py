@@ -109,22 +109,8 @@ def cmd_mappings(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from megasim.app.calibrate.run import fit_profile
-    from megasim.app.catalog import load_gpu
-    if args.corpus is not None:
-        from pathlib import Path
-        from megasim.app.calibrate.corpus_runs import measure_corpus
-        name = load_gpu(args.gpu).name
-        counts = measure_corpus(name, Path(args.raw) / f"{name}_corpus.jsonl", args.corpus, args.reps, args.budget_s)
-        print(json.dumps(counts))
-        return 0
-    if not args.from_raw:
-        from megasim.app.calibrate.measure import calibrate_measure
-        calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
-    fit_profile(args.gpu, args.raw, args.out, sharing=args.sharing, trace_sample=args.trace_sample)
-    from megasim.app.calibrate.raw import fitted_note
-    print(fitted_note(load_gpu(args.gpu).name, args.out, args.raw, measured=not args.from_raw))
-    return 0
+    from megasim.app.calibrate.command import calibrate_main
+    return calibrate_main(args)
 
 
 def cmd_validate(args) -> int:
@@ -196,6 +182,8 @@ def _calibration_commands(sub) -> None:
     cal.add_argument("--corpus", type=int, metavar="COUNT",
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
     cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
+    cal.add_argument("--spec-only", action="store_true", help="write a spec of this GPU (scenarios/gpus form) from what "
+                     "the device reports and the microbenchmarks measure, to --out (default out/calibrate/gpus/<gpu>.toml)")
     cal.add_argument("--sharing", choices=("jobs", "resident"), default="resident",
                      help="who shares an SM's FP32 issue (default resident: the law resident_sharing, which also takes the "
                           "per-task cost from <gpu>_trace_resnet2.json and the GEMM and output block laws from a "

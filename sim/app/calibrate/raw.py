@@ -50,6 +50,17 @@ def calibrate_defaults(args) -> None:
     A measuring run writes under out/calibrate (the raw files in raw/, the profile as <gpu>.toml);
     `--from-raw` reads the committed raw folder unless --raw names another."""
     from megasim.app.catalog import load_gpu
+    if args.spec_only:
+        clash = [flag for flag, value in (("--corpus", args.corpus is not None), ("--trace-sample", args.trace_sample))
+                 if value]
+        if clash:
+            raise MegasimError(f"--spec-only writes the GPU's spec and fits nothing; drop {', '.join(clash)}")
+        gpu = args.gpu.lower()
+        if not gpu.replace("_", "").replace("-", "").isalnum() or gpu.endswith(".toml"):
+            raise MegasimError(f"--spec-only names a GPU (a short name such as h100), not {args.gpu!r}")
+        args.raw = args.raw or str(COMMITTED_RAW if args.from_raw else OUT / "raw")
+        args.out = args.out or str(OUT / "gpus" / f"{gpu}.toml")
+        return
     gpu = load_gpu(args.gpu).name
     given = [flag for flag, value in (("--out", args.out), ("--from-raw", args.from_raw),
                                       ("--trace-sample", args.trace_sample)) if value]
