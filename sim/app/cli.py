@@ -95,8 +95,10 @@ def cmd_layers(args) -> int:
 
 
 def cmd_gpus(args) -> int:
+    """The specs of scenarios/gpus, then those `calibrate --spec-only` wrote under out/calibrate/gpus (by path)."""
+    from megasim.app.calibrate.raw import OUT
     from megasim.app.catalog import gpu_names, load_gpu
-    for name in gpu_names():
+    for name in [*gpu_names(), *(str(p) for p in sorted((OUT / "gpus").glob("*.toml")))]:
         g = load_gpu(name)
         print(f"{name:6s} {g.full_name:28s} {g.sm_count:4d} SMs  {g.peak_fp32_tflops:5.1f} TFLOP/s FP32  "
               f"{g.dram_gbps / 1000:4.2f} TB/s  L2 {g.l2_bytes / 2**20:.0f} MiB")
@@ -287,7 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sim = _simulate_parser(sub)
     sub.add_parser("layers", help="list the layer scenarios").set_defaults(func=cmd_layers)
-    sub.add_parser("gpus", help="list the GPU specs").set_defaults(func=cmd_gpus)
+    sub.add_parser("gpus", help="list the GPU specs (scenarios/gpus, then those calibrate --spec-only wrote under "
+                                "out/calibrate/gpus)").set_defaults(func=cmd_gpus)
     sub.add_parser("mappings", help="list mapping strategies and dispatch policies").set_defaults(func=cmd_mappings)
     _calibration_commands(sub)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")

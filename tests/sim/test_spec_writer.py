@@ -50,3 +50,12 @@ def test_a_raw_file_without_the_devices_properties_is_refused_before_anything_is
     assert err.count("\n") == 1 and "lacks the device's reported properties" in err and not out.exists()
     with pytest.raises(MegasimError, match="no fp32"):
         spec_tables({"header": json.loads(MEASURED.read_text())["header"], "dram": {"read_gbps": 1.0}})
+
+
+def test_megasim_gpus_lists_a_written_spec_beside_the_hand_written_ones(raw, capsys, monkeypatch):
+    monkeypatch.chdir(raw)
+    assert main(["calibrate", "--gpu", "newgpu", "--spec-only", "--from-raw", "--raw", "."]) == 0
+    capsys.readouterr()
+    assert main(["gpus"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("out/calibrate/gpus/newgpu.toml NVIDIA H200") and any(l.startswith("h200 ") for l in lines)
