@@ -1,4 +1,4 @@
-"""`megasim calibrate`'s measuring half: the three raw files the fit reads, written on the GPU at hand.
+"""`megasim calibrate`'s measuring half: the raw files the fit reads, written on the GPU at hand.
 
 The hardware sections come from `megasim.gpu.microbench`; the real kernels'
 tasks and mapping runs from `megasim.app.calibrate.gpu_runs`, which needs the
@@ -28,9 +28,10 @@ def _write(path: Path, doc: dict) -> str:
     return str(path)
 
 
-def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, parts=("hardware", "tasks", "runs"),
-                      layers=None, budget_s: float = 400.0) -> list[str]:
-    """Measure and write <gpu>_micro.json, <gpu>_runs.json and <gpu>_trace_resnet2.json; returns the paths."""
+def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *,
+                      parts=("hardware", "tasks", "runs", "builds"), layers=None, budget_s: float = 400.0) -> list[str]:
+    """Measure and write <gpu>_micro.json, <gpu>_runs.json, <gpu>_trace_resnet2.json and <gpu>_builds.json (every
+    build of the paper layers, resumable: `builds_runs`); returns the paths."""
     header = make_header()
     gpu_name = gpu_name or gpu_short_name(header["device"])
     out = Path(out_dir)
@@ -53,6 +54,11 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
                                                             **runs}))
         if trace is not None:
             paths.append(_write(out / f"{gpu_name}_trace_resnet2.json", {"header": header, **trace}))
+    if "builds" in parts:
+        from megasim.app.calibrate.builds_runs import measure_builds
+        builds = out / f"{gpu_name}_builds.json"
+        measure_builds(gpu_name, builds, reps, layers, budget_s)
+        paths.append(str(builds))
     return paths
 
 
@@ -61,7 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="scenarios/calibrations/raw", help="folder for the raw JSON files")
     p.add_argument("--gpu", default=None, help="file prefix (default: from the device name, e.g. h200)")
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--parts", default="hardware,tasks,runs", help="comma list of hardware, tasks, runs")
+    p.add_argument("--parts", default="hardware,tasks,runs,builds", help="comma list of hardware, tasks, runs, builds")
     p.add_argument("--layers", default=None, help="comma list of layer names (default: all)")
     p.add_argument("--budget-s", type=float, default=400.0, help="wall-clock budget of the runs part")
     a = p.parse_args(argv)
@@ -73,7 +79,7 @@ def main(argv=None) -> int:
         if path.endswith("_micro.json"):
             with open(path) as f:
                 print(summary(json.load(f)))
-    print(f"[microbench] total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    print(f"[measure] total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 
 
