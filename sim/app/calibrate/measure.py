@@ -29,9 +29,11 @@ def _write(path: Path, doc: dict) -> str:
 
 
 def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *,
-                      parts=("hardware", "tasks", "runs", "builds"), layers=None, budget_s: float = 400.0) -> list[str]:
-    """Measure and write <gpu>_micro.json, <gpu>_runs.json, <gpu>_trace_resnet2.json and <gpu>_builds.json (every
-    build of the paper layers, resumable: `builds_runs`); returns the paths."""
+                      parts=("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds"), layers=None,
+                      budget_s: float = 400.0) -> list[str]:
+    """Measure and write <gpu>_micro.json, <gpu>_runs.json, <gpu>_trace_resnet2.json, and, resumable,
+    <gpu>_trace_sample.npz (`trace_sample_runs`), <gpu>_kernel_graph_times.jsonl (`kernel_graph_runs`) and
+    <gpu>_builds.json (`builds_runs`); returns the paths."""
     header = make_header()
     gpu_name = gpu_name or gpu_short_name(header["device"])
     out = Path(out_dir)
@@ -54,6 +56,14 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *,
                                                             **runs}))
         if trace is not None:
             paths.append(_write(out / f"{gpu_name}_trace_resnet2.json", {"header": header, **trace}))
+    if "trace_sample" in parts:
+        from megasim.app.calibrate.trace_sample_runs import measure_trace_sample
+        measure_trace_sample(gpu_name, out, budget_s)
+        paths.append(str(out / f"{gpu_name}_trace_sample.npz"))
+    if "kernel_graph" in parts:
+        from megasim.app.calibrate.kernel_graph_runs import measure_kernel_graph_times
+        measure_kernel_graph_times(gpu_name, out, budget_s)
+        paths.append(str(out / f"{gpu_name}_kernel_graph_times.jsonl"))
     if "builds" in parts:
         from megasim.app.calibrate.builds_runs import measure_builds
         builds = out / f"{gpu_name}_builds.json"
@@ -67,7 +77,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="scenarios/calibrations/raw", help="folder for the raw JSON files")
     p.add_argument("--gpu", default=None, help="file prefix (default: from the device name, e.g. h200)")
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--parts", default="hardware,tasks,runs,builds", help="comma list of hardware, tasks, runs, builds")
+    p.add_argument("--parts", default="hardware,tasks,runs,trace_sample,kernel_graph,builds",
+                   help="comma list of hardware, tasks, runs, trace_sample, kernel_graph, builds")
     p.add_argument("--layers", default=None, help="comma list of layer names (default: all)")
     p.add_argument("--budget-s", type=float, default=400.0, help="wall-clock budget of the runs part")
     a = p.parse_args(argv)
