@@ -34,3 +34,15 @@ def test_calibrate_measures_every_raw_file_the_fit_reads():
     import inspect
     parts = inspect.signature(calibrate_measure).parameters["parts"].default
     assert set(parts) == {"hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds"}
+
+
+def test_a_partial_raw_folder_names_what_is_missing_and_the_command_that_measures_it(tmp_path, capsys):
+    from megasim.app.cli import main
+    raw = REPO / "scenarios/calibrations/raw"
+    for name in ("h200_micro.json", "h200_runs.json"):
+        (tmp_path / name).write_text((raw / name).read_text())
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpu", "h200", "--from-raw", "--raw", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "lacks h200_trace_resnet2.json, h200_trace_sample.npz" in err
+    assert "python -m megasim.app.calibrate.measure --gpu h200 --parts runs,trace_sample" in err and not out.exists()

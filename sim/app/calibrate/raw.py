@@ -43,6 +43,24 @@ def raw_paths(raw_dir, gpu: str) -> dict:
             "builds": raw / f"{gpu}_builds.json"}
 
 
+# Which collector part of `calibrate_measure` makes each raw file the fit reads, and whether the fit needs it.
+MAKERS = {"micro": ("hardware", True), "runs": ("runs", True), "trace": ("runs", False),
+          "trace_sample": ("trace_sample", False), "kernel_graph": ("kernel_graph", False),
+          "builds": ("builds", False), "corpus": (None, False)}
+
+
+def check_raw(paths: dict, gpu: str, raw_dir, resident: bool, sample_given: bool = False) -> None:
+    """Refuse, before any work, a raw folder that lacks a file the fit needs: one line naming the files and the
+    command that measures them (a resident fit needs the per-block traces as well, the trace sample unless one
+    is given)."""
+    wanted = {"trace"} | (set() if sample_given else {"trace_sample"}) if resident else set()
+    need = [k for k, (_, required) in MAKERS.items() if (required or k in wanted) and not Path(paths[k]).exists()]
+    if need:
+        parts = ",".join(dict.fromkeys(MAKERS[k][0] for k in need))
+        raise MegasimError(f"{raw_dir} lacks {', '.join(Path(paths[k]).name for k in need)}: measure them on the GPU "
+                           f"with python -m megasim.app.calibrate.measure --gpu {gpu} --parts {parts} --out {raw_dir}")
+
+
 def calibrate_defaults(args) -> None:
     """Fill `calibrate`'s --out and --raw, and refuse flags `--corpus` would ignore, before any work (a flag that
     needs another, --trace-sample --sharing resident, is `megasim.app.arguments.NEEDS`'s).
@@ -256,6 +274,6 @@ def check_heldout(runs: list[dict], path) -> None:
                            "never saw, so it needs at least one")
 
 
-__all__ = ["COMMITTED_RAW", "OUT", "CorpusLine", "Micro", "calibrate_defaults",
+__all__ = ["COMMITTED_RAW", "OUT", "CorpusLine", "Micro", "calibrate_defaults", "check_raw",
            "check_heldout", "check_sample", "corpus_runs", "fitted_note", "load_corpus", "load_micro",
            "load_raw_trace", "load_sample_times", "raw_paths"]

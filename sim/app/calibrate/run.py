@@ -20,8 +20,8 @@ from megasim.app.calibrate.builds_fit import fit_builds
 from megasim.app.calibrate.builds import validate_builds
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
-from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, corpus_runs, load_corpus, load_micro,
-                                       load_raw_trace, raw_paths)
+from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, check_raw, corpus_runs, load_corpus,
+                                       load_micro, load_raw_trace, raw_paths)
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
 from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated_records, write_report
@@ -103,6 +103,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     overhead."""
     spec = load_gpu(gpu_name)
     paths = raw_paths(raw_dir, spec.name)
+    check_raw(paths, spec.name, raw_dir, sharing == "resident", trace_sample is not None)
     micro = load_micro(paths["micro"])
     header, runs = load_runs(paths["runs"])
     corpus = corpus_runs(paths["corpus"])
