@@ -157,7 +157,7 @@ def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
     monkeypatch.setattr(cr, "measure_runs", lambda gpu, reps, layers, budget_s: (
         {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
                                                         "params": {}, "records": []}))
-    paths = measure.calibrate_measure("h200", str(tmp_path), 20)
+    paths = measure.calibrate_measure("h200", str(tmp_path), 20, parts=("hardware", "tasks", "runs"))
     assert [Path(p).name for p in paths] == ["h200_micro.json", "h200_runs.json", "h200_trace_resnet2.json"]
     micro = json.loads(Path(paths[0]).read_text())
     assert set(micro) == MICRO_KEYS and HEADER_KEYS <= set(micro["header"])
