@@ -38,7 +38,7 @@ def require_gpu():
 
 
 def candidates(problem, space, top: list[dict]) -> list[Candidate]:
-    """The K best rows as builds (ranked first, the search's pick first of all), then every discrete build
+    """The K best distinct rows as builds, labelled #1 to #K (the search's pick first of all), then every discrete build
     of the layer at its own partition with the strategy's default mapping, each with its prediction;
     a build already listed is not listed twice."""
     from megasim.app.pick import rank_builds
@@ -50,12 +50,12 @@ def candidates(problem, space, top: list[dict]) -> list[Candidate]:
             seen.add(key)
             out.append(c)
 
-    for r in top:
+    for i, r in enumerate(top, 1):
         chosen, part, opts = problem.at(space, {p.name: r[p.name] for p in space.params})
         b = chosen.build
         add(Candidate(Build(b.launch, b.variant, b.mode, b.gemm, part), space.strategy,
                       tuple(sorted(opts.items())) if b.launch == "fused" else (), r["time_us"],
-                      f"predicted #{r['rank']}: {b.label}"))
+                      f"predicted #{i}: {b.label}"))
     defaults = dict(space.default_mapping)
     mapping_for = _default_mapping(space.strategy, defaults)
     for ranked in rank_builds(problem.layer, space.base_partition, problem.gpu, mapping_for, problem.policy):
