@@ -57,8 +57,10 @@ def check_raw(paths: dict, gpu: str, raw_dir, resident: bool, sample_given: bool
     need = [k for k, (_, required) in MAKERS.items() if (required or k in wanted) and not Path(paths[k]).exists()]
     if need:
         parts = ",".join(dict.fromkeys(MAKERS[k][0] for k in need))
+        jobs = "; or fit without per-block traces: --sharing jobs" if set(need) <= wanted else ""
         raise MegasimError(f"{raw_dir} lacks {', '.join(Path(paths[k]).name for k in need)}: measure them on the GPU "
-                           f"with python -m megasim.app.calibrate.measure --gpu {gpu} --parts {parts} --out {raw_dir}")
+                           f"with python -m megasim.app.calibrate.measure --gpu {gpu} --parts {parts} --out {raw_dir}"
+                           + jobs)
 
 
 def calibrate_defaults(args) -> None:
