@@ -56,46 +56,73 @@ def _compile_one(job) -> str | None:
     return None
 
 
-def precompile(layer: Layer, builds: list[Build], workers: int) -> None:
-    """Compile the builds' kernels in `workers` processes. On a fresh machine, timing spends most of its
-    time in NVRTC one build at a time; this makes those compiles cache hits. Timings are unaffected."""
+def precompile(jobs: list[tuple[Layer, Build]], workers: int) -> list[str]:
+    """Compile each (layer, build)'s kernels in `workers` processes; the refusals. On a fresh machine, timing
+    spends most of its time in NVRTC one build at a time; this makes those compiles cache hits. Timings are
+    unaffected."""
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
-    jobs = list(dict.fromkeys((layer, b) for b in builds))
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            list(pool.map(_compile_one, jobs))
+    jobs = list(dict.fromkeys(jobs))
+    if workers <= 1 or len(jobs) <= 1:
+        return []
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        return [e for e in pool.map(_compile_one, jobs) if e]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One layer's rotated inputs and its float64 reference, shared by every build and baseline timed on it."""
+
+    inputs: tuple  # ((x, w, y), ...)
+    reference: object
+    reference_name: str
+
+    @staticmethod
+    def of(layer: Layer, seed: int = 0) -> Prepared:
+        from megasim.app.bench import _reference
+        from megasim.gpu.backend import require_cupy
+        from megasim.gpu.timing import rotation_inputs
+        cp = require_cupy()
+        xs, wts, ys = rotation_inputs(cp, layer, seed + 7)
+        return Prepared(tuple(zip(xs, wts, ys)), *_reference(cp, layer, xs[0], wts[0]))
+
+    def baselines(self, layer: Layer, reps: int) -> tuple[list[dict], dict | None]:
+        """cuDNN's and torch's algorithms on the first input set (`bench`'s), and the fastest of them."""
+        from megasim.app.bench import _baselines, _fastest
+        from megasim.gpu.backend import require_cupy
+        x, w, _ = self.inputs[0]
+        rows = _baselines(require_cupy(), layer, x, w, self.reference, reps)
+        return rows, _fastest({"baselines": rows})
 
 
 def time_builds(layer: Layer, candidates: list[Candidate], reps: int = 20, seed: int = 0, progress=None,
-                workers: int = 0) -> list[dict]:
-    """Each candidate timed (see the module docstring); a build the kernels refuse is recorded with its
-    reason, not raised. `workers` > 1 compiles every build first, in that many processes."""
-    if workers > 1:
-        precompile(layer, [c.build for c in candidates], workers)
-    from megasim.app.bench import _reference, _rel
+                workers: int = 0, prepared: Prepared | None = None) -> list[dict]:
+    """Each candidate timed (see the module docstring) on `prepared` inputs (made here if not given); a build
+    the kernels refuse is recorded with its reason, not raised. `workers` > 1 compiles every build first, in
+    that many processes."""
+    precompile([(layer, c.build) for c in candidates], workers)
+    from megasim.app.bench import _rel
     from megasim.app.bench_best import TOLERANCE
     from megasim.gpu.backend import require_cupy
     from megasim.gpu.interpreter import CudaInterpreter
     from megasim.gpu.megakernel import Workspace
-    from megasim.gpu.timing import rotation_inputs
     cp = require_cupy()
     reps = max(20, int(reps))
-    xs, wts, ys = rotation_inputs(cp, layer, seed + 7)
-    inputs = tuple(zip(xs, wts, ys))
-    ref, ref_name = _reference(cp, layer, xs[0], wts[0])
+    prepared = prepared or Prepared.of(layer, seed)
+    graphs: dict = {}
     out = []
     for i, c in enumerate(candidates):
         b = c.build
         row = {"label": c.label or b.label, **b.to_dict(), "strategy": c.strategy, "options": dict(c.options),
-               "predicted_us": c.predicted_us, "reference": ref_name}
+               "predicted_us": c.predicted_us, "reference": prepared.reference_name}
         try:
-            graph = build_graph(layer, WinogradVariant(b.variant), b.partition)
+            key = (b.variant, b.partition)
+            graph = graphs[key] = graphs.get(key) or build_graph(layer, WinogradVariant(b.variant), b.partition)
             fused = b.launch == "fused"
             engine = CudaInterpreter(workspace=Workspace(graph), gemm=b.gemm, graph_capture=not fused)
             run = engine.run(graph, c.mapping(graph) if fused else None,
-                             RunConfig(launch=b.launch, mode=b.mode, inputs=inputs, reps=reps))
-            err, nans = _rel(cp, run.output, ref), int(cp.isnan(run.output).sum())
+                             RunConfig(launch=b.launch, mode=b.mode, inputs=prepared.inputs, reps=reps))
+            err, nans = _rel(cp, run.output, prepared.reference), int(cp.isnan(run.output).sum())
             row.update(measured_us=run.native["median_us"], p10_us=run.native["p10_us"],
                        p90_us=run.native["p90_us"], rel_err=err, nan_count=nans,
                        accurate=nans == 0 and err <= TOLERANCE[b.variant])
@@ -133,22 +160,18 @@ def format_rows(rows: list[dict]) -> str:
 def bench_mapping_file(args) -> int:
     """`megasim bench --mapping FILE`: exactly the build the file names, on its partition and order, with
     the search's prediction beside the measurement and cuDNN's fastest strict-FP32 algorithm beside both."""
-    from megasim.app.bench import _baselines, _fastest, _reference
     from megasim.contract.mapping.io import build_of, problem_of, read_mapping_file
-    from megasim.gpu.backend import measurement_header, require_cupy
-    from megasim.gpu.timing import rotation_inputs
+    from megasim.gpu.backend import measurement_header
     path = args.mapping
     doc = read_mapping_file(path)
     layer = problem_of(doc, path)[0]
     build = build_of(doc, path)
     predicted = (doc.get("search") or {}).get("predicted_us")
-    cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
+    prepared = Prepared.of(layer)
     rows = time_builds(layer, [Candidate(build, str(doc.get("strategy", "file")), (), predicted,
-                                         mapping_file=path)], reps)
-    xs, wts, _ = rotation_inputs(cp, layer, 7, nsets=1)
-    ref, _ = _reference(cp, layer, xs[0], wts[0])
-    base = _fastest({"baselines": _baselines(cp, layer, xs[0], wts[0], ref, reps)})
+                                         mapping_file=path)], reps, prepared=prepared)
+    base = prepared.baselines(layer, reps)[1]
     doc_out = {"header": {**measurement_header(), "reps": reps}, "layer": layer.name, "mapping_file": str(path),
                "builds": rows, "fastest_baseline": base}
     if getattr(args, "out", None):

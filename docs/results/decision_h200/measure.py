@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from megasim.app.bench_build import Candidate, precompile, time_builds
+from megasim.app.bench_build import Candidate, Prepared, precompile, time_builds
 from megasim.contract.build import Build
 from megasim.contract.problem import Layer, Partition
 
@@ -30,33 +30,19 @@ def load(path, names=()):
         yield layer, cands
 
 
-def baselines(layer, reps):
-    from megasim.app.bench import _baselines, _fastest, _reference
-    from megasim.gpu.backend import require_cupy
-    from megasim.gpu.timing import rotation_inputs
-    cp = require_cupy()
-    xs, wts, _ = rotation_inputs(cp, layer, 7, nsets=1)
-    ref, _ = _reference(cp, layer, xs[0], wts[0])
-    rows = _baselines(cp, layer, xs[0], wts[0], ref, reps)
-    return rows, _fastest({"baselines": rows})
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "compile":
-        from concurrent.futures import ProcessPoolExecutor
-        from multiprocessing import get_context
         jobs = [(layer, c.build) for layer, cands in load(sys.argv[2]) for c in cands]
-        from megasim.app.bench_build import _compile_one
-        with ProcessPoolExecutor(int(sys.argv[3]), mp_context=get_context("spawn")) as pool:
-            errors = [e for e in pool.map(_compile_one, jobs) if e]
+        errors = precompile(jobs, int(sys.argv[3]))
         print(f"[compile] {len(jobs)} builds, {len(errors)} refused: {errors[:3]}")
         sys.exit(0)
     from megasim.gpu.backend import measurement_header
     out = Path(sys.argv[3])
     out.mkdir(parents=True, exist_ok=True)
     for layer, cands in load(sys.argv[2], sys.argv[4:]):
-        rows = time_builds(layer, cands, 20)
-        base_rows, fastest = baselines(layer, 20)
+        prepared = Prepared.of(layer)
+        rows = time_builds(layer, cands, 20, prepared=prepared)
+        base_rows, fastest = prepared.baselines(layer, 20)
         for r in base_rows:
             r.pop("output", None)
         (out / f"measured_{layer.name}.json").write_text(json.dumps(
