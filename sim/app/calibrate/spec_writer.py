@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
-from megasim.app.calibrate.fit import launch_gap_us
+from megasim.app.calibrate.fit import hardware_overrides
 from megasim.contract.errors import MegasimError
 from megasim.io.files import read_json
 from megasim.io.writing import write_then_rename
@@ -50,26 +51,29 @@ def spec_tables(micro: dict, origin: str = "the microbenchmark file") -> dict:
     hw, sources = {"full_name": device}, {"full_name": runtime}
     for prop, field in REPORTED.items():
         hw[field], sources[field] = int(props[prop]), f"{runtime} (cudaDeviceProp.{prop})"
-    fp32, dram, l2, atomics = micro["fp32"], micro["dram"], micro["l2"], micro["atomics"]
-    launch, disp = micro["launch"], micro["dispatch_summary"]
-    clock = float(fp32["clock_mhz"])
+    fp32, dram, atomics = micro["fp32"], micro["dram"], micro["atomics"]
     lanes = 2 ** round(math.log2(fp32["flop_per_cycle_per_sm"] / 2))
-    measures = {
-        "clock_mhz": (clock, "the SM clock under the FP32 microbenchmark's load"),
-        "fp32_flops_per_cycle_per_sm": (2 * lanes, f"{fp32['flop_per_cycle_per_sm']:.1f} FLOP per cycle per SM of FFMA, "
-                                                   f"read as {lanes} FP32 lanes"),
-        "dram_gbps": (round(max(dram["read_gbps"], dram["copy_gbps"]), 1), "the faster of a streaming read and a copy"),
-        "l2_gbps": (round(float(l2["gbps"]), 1), "the L2 plateau of a working-set sweep"),
-        "l2_latency_cycles": (int(round(atomics["poll_round_trip_cycles"]["volatile"])), "a volatile load's round trip"),
-        "atomic_latency_cycles": (int(round(atomics["latency_cycles"])), "a global atomic's round trip"),
-        "spin_poll_cycles": (int(round(atomics["spin_poll_cycles"])), "one turn of the dependency-wait loop"),
-        "tb_dispatch_latency_cycles": (int(round(disp["latency_cycles"])), "from a freed slot to the next block"),
-        "tb_dispatch_interval_cycles": (round(clock / disp["blocks_per_us"], 3), "the dispatcher's steady rate"),
-        "first_wave_lead_sms": (list(disp["first_wave_lead_sms"]), "the SMs the first blocks land on"),
-        "launch_overhead_us": (launch_gap_us(float(launch["graph_us"]), disp["latency_cycles"], clock),
-                               "an in-graph kernel boundary less the dispatch latency"),
-        "first_launch_us": (float(launch["plain_us"]), "a plain launch's gap"),
-    }
+    dram_gbps = round(max(dram["read_gbps"], dram["copy_gbps"]), 1)
+    # stage 1's reading of the microbenchmarks, the one rule for which figure each of them gives
+    read, _ = hardware_overrides(micro, SimpleNamespace(clock_mhz=float(fp32["clock_mhz"]), dram_gbps=dram_gbps,
+                                                        l2_bytes=hw["l2_bytes"]))
+    read.update({"fp32_flops_per_cycle_per_sm": 2 * lanes, "dram_gbps": dram_gbps,
+                 "l2_latency_cycles": int(round(atomics["poll_round_trip_cycles"]["volatile"]))})
+    how = {"clock_mhz": "the SM clock under the FP32 microbenchmark's load",
+           "fp32_flops_per_cycle_per_sm": f"{fp32['flop_per_cycle_per_sm']:.1f} FLOP per cycle per SM of FFMA, "
+                                          f"read as {lanes} FP32 lanes",
+           "dram_gbps": "the faster of a streaming read and a copy", "l2_gbps": "the L2 plateau of a working-set sweep",
+           "l2_latency_cycles": "a volatile load's round trip", "atomic_latency_cycles": "a global atomic's round trip",
+           "spin_poll_cycles": "one turn of the dependency-wait loop",
+           "tb_dispatch_latency_cycles": "from a freed slot to the next block",
+           "tb_dispatch_interval_cycles": "the dispatcher's steady rate",
+           "first_wave_lead_sms": "the SMs the first blocks land on",
+           "launch_overhead_us": "an in-graph kernel boundary less the dispatch latency",
+           "first_launch_us": "a plain launch's gap"}
+    unread = sorted(set(how) - set(read))
+    if unread:
+        raise MegasimError(f"{origin}: its measurements give no {', '.join(unread)}; measure the hardware part again")
+    measures = {field: (read[field], text) for field, text in how.items()}
     for field, (value, how) in measures.items():
         hw[field], sources[field] = value, f"{measured}: {how}"
     for field, (value, why) in DECLARED.items():
