@@ -34,12 +34,18 @@ def layer_candidates(name: str, gpu, intervals, budget: int, top: int = 3) -> di
                             "predicted_us": c.predicted_us, "label": c.label} for c in cands]}
 
 
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("budget", type=int, nargs="?", default=200, help="TPE evaluations per layer")
-    budget = parser.parse_args().budget
+def predictions_of(doc: str, count_name: str, default: int, help_text: str):
+    """(the command line's count, the H200 model, its intervals, the file's header: model and commit) of a
+    candidates script: both predict under the committed profile and say at which commit."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(count_name, type=int, nargs="?", default=default, help=help_text)
+    count = getattr(parser.parse_args(), count_name)
     gpu, note, intervals = simulation_model("h200")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return count, gpu, intervals, {"model": note, "commit": commit}
+
+
+if __name__ == "__main__":
+    budget, gpu, intervals, header = predictions_of(__doc__, "budget", 200, "TPE evaluations per layer")
     layers = [layer_candidates(n, gpu, intervals, budget) for n in layer_names()[:13]]
-    print(json.dumps({"model": note, "commit": commit, "budget": budget, "method": "tpe, seed 0",
-                      "layers": layers}, indent=1))
+    print(json.dumps({**header, "budget": budget, "method": "tpe, seed 0", "layers": layers}, indent=1))

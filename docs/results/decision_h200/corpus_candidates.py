@@ -8,13 +8,10 @@ whose megakernel has at most 60,000 tasks (the simulation's cost), first COUNT (
 gets every discrete build at the H200 partition table's default partition, ranked by `simulate --all-builds`
 (`pick.rank_builds`), with its prediction: the simulator's pick is the first. `measure.py` times them.
 """
-import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 
-from megasim.app.calibrate.profile import simulation_model
 from megasim.app.catalog import partition_for
 from megasim.app.pick import rank_builds
 from megasim.contract.graph import Geometry
@@ -41,11 +38,8 @@ def shapes(count: int):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("count", type=int, nargs="?", default=16, help="held-out shapes")
-    count = parser.parse_args().count
-    gpu, note, _ = simulation_model("h200")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    from candidates import predictions_of  # this folder's script, on sys.path when run as a script
+    count, gpu, _, header = predictions_of(__doc__, "count", 16, "held-out shapes")
     layers = []
     for layer, part in shapes(count):
         ranked = rank_builds(layer, part, gpu, lambda g: make(g, "paper"), "in_order_round_robin")
@@ -54,4 +48,4 @@ if __name__ == "__main__":
                                        r.build.launch == "nonfused" else {"dig": 512, "dgo": 512, "m": 4},
                                        "predicted_us": r.time_us, "label": r.build.label} for r in ranked]})
         print(f"{layer.name}: {len(ranked)} builds, pick {ranked[0].build.label}", file=sys.stderr, flush=True)
-    print(json.dumps({"model": note, "commit": commit, "split": "heldout corpus", "layers": layers}, indent=1))
+    print(json.dumps({**header, "split": "heldout corpus", "layers": layers}, indent=1))

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.problem import WinogradVariant
 
 STATUSES = ("ok", "rejected", "failed", "interrupted")
 
@@ -84,10 +83,7 @@ def prepare(layer, args, gpu, intervals: dict | None = None):
     legal, example = legal_points(space, layer, gpu, limit=0)
     if legal == 0:
         raise MegasimError(f"{layer.name}: the search space has no legal point ({space.size} points; e.g. {example})")
-    reference = space.setting(space.default_point())  # each point brings its own build
-    gain = float((intervals or {}).get("mapping_gain", 1.0))
-    return Problem(layer, WinogradVariant(reference.variant), gpu, args.strategy,
-                   mapping_gain=gain).with_build(reference), space
+    return Problem.at_default(layer, gpu, args.strategy, space, intervals), space  # each point brings its own build
 
 
 def search_layer(problem, space, config, storage: str, out: Path, model_note: str, executor=None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from megasim.app.bench_build import Candidate, fastest, format_rows, time_builds
 from megasim.contract import ranking
-from megasim.contract.build import Build, discrete_builds
+from megasim.contract.build import Build
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.problem import WinogradVariant

@@ -59,12 +59,14 @@ def summary(network: str, gpu: str, model: str, budget, layers: list[NetworkLaye
         f = found.get(nl.folder)
         best = f.best if f else None
         margin = (f.header.get("fusion_margin") if f else None) or {}
+        nonfused = margin.get("nonfused_us")
+        if nonfused is None and best and best.get("fused_us") is None:  # a search of non-fused builds only
+            nonfused = best["time_us"]
         L = nl.layer
         rows.append({"layer": nl.folder, "names": nl.names, "shape": [L.n, L.c, L.h, L.w, L.k], "count": nl.count,
                      "best": best and best["label"], "best_us": best and best["time_us"],
                      "fused_us": margin.get("fused_us"),
-                     "nonfused_us": margin.get("nonfused_us") or (best and best.get("fused_us") is None
-                                                                  and best["time_us"] or None),
+                     "nonfused_us": nonfused,
                      "speedup": margin["nonfused_us"] / margin["fused_us"] if margin else None,
                      "paper_default_us": f and (f.result.reference or {}).get("time_us"),
                      "best_point": best and {p.name: best[p.name] for p in f.space.params},

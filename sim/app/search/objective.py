@@ -57,6 +57,15 @@ class Problem:
         part, opts = space.split(point)
         return self.with_build(b), part, opts
 
+    @staticmethod
+    def at_default(layer: Layer, gpu: GPUSpec, strategy: str, space, intervals: dict | None = None) -> Problem:
+        """A search's problem: the space's default point's build, and the share of a predicted mapping gain the
+        profile's held-out runs measured (`[uncertainty] mapping_gain`; all of it without a profile)."""
+        reference = space.setting(space.default_point())
+        gain = float((intervals or {}).get("mapping_gain", 1.0))
+        return Problem(layer, WinogradVariant(reference.variant), gpu, strategy,
+                       mapping_gain=gain).with_build(reference)
+
     def with_build(self, b: Build) -> Problem:
         return replace(self, variant=WinogradVariant(b.variant), mode=b.mode, launch=b.launch, gemm=b.gemm)
 

@@ -35,11 +35,11 @@ def rows(result: SearchResult, space) -> list[dict]:
         point = space.complete(space.canonical(t.params))
         row = {"trial": t.number, "status": outcome(t), **point}
         try:
-            row.update(space.split(t.params)[0].to_dict())
+            part = space.split(t.params)[0]
+            row.update(part.to_dict())
         except MegasimError:
-            pass
+            part = None
         if t.state.name == "COMPLETE":
-            part, _ = space.split(t.params)
             build = space.setting(t.params)
             fused = build.launch == "fused"
             nf = t.value if not fused else result.nonfused.get(nonfused_key(WinogradVariant(build.variant), part,

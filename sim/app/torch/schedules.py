@@ -41,7 +41,7 @@ from pathlib import Path
 
 from megasim.contract.errors import MegasimError
 from megasim.io.writing import write_then_rename
-from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.problem import Layer, Partition
 
 SCHEMA = 1
 DEFAULT_BUDGET = 16
@@ -165,9 +165,7 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     gpu, note, intervals = simulation_model(gpu_name)
     layer = Schedule(shape, 4, Partition(), "static", "paper").layer
     space = build_space("paper", partition_for(layer, gpu.name), {"variant": tuple(variants)}, layer)
-    reference = space.setting(space.default_point())
-    problem = Problem(layer, WinogradVariant(reference.variant), gpu, "paper",
-                      mapping_gain=float((intervals or {}).get("mapping_gain", 1.0))).with_build(reference)
+    problem = Problem.at_default(layer, gpu, "paper", space, intervals)
     legal, example = legal_points(space, layer, gpu, limit=0)
     if not legal:
         raise NoLegalPoint(example)
