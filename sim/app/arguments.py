@@ -72,7 +72,6 @@ NEEDS = (
     ("bench", "mappings", "--network", lambda a: a.network),
     ("bench", "plot", "--network", lambda a: a.network),
     ("search", "reps", "--validate-top", lambda a: a.validate_top is not None),
-    ("calibrate", "budget_s", "--corpus", lambda a: a.corpus is not None),
     ("calibrate", "trace_sample", "--sharing resident", lambda a: a.sharing == "resident"),
 )
 

@@ -174,16 +174,19 @@ def _bench_args(p):
 def _calibration_commands(sub) -> None:
     """`calibrate` and `validate`."""
     cal = sub.add_parser("calibrate", help="measure this machine's GPU (microbenchmarks, training runs) and fit a profile")
-    cal.add_argument("--gpu", default="h200")
+    cal.add_argument("--gpu", default="h200", help="a GPU of scenarios/gpus, a spec file, or the short name of a GPU "
+                     "megasim has no spec of (its spec is written from the device, beside the profile)")
     cal.add_argument("--out", default=None, help="profile TOML (default out/calibrate/<gpu>.toml)")
     cal.add_argument("--raw", default=None, help="where raw measurements go (default out/calibrate/raw), or with "
                                                  "--from-raw are read from (default the committed "
                                                  "scenarios/calibrations/raw)")
     cal.add_argument("--reps", type=int, default=20)
+    cal.add_argument("--jobs", type=int, default=2, help="worker processes of the fit and its validation")
     cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
     cal.add_argument("--corpus", type=int, metavar="COUNT",
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")
-    cal.add_argument("--budget-s", type=float, default=500.0, help="with --corpus: stop starting shapes after this")
+    cal.add_argument("--budget-s", type=float, help="seconds of measuring in this call (default: all of it; with "
+                     "--corpus 500); a call stopped by it says what is left, and the same command continues")
     cal.add_argument("--spec-only", action="store_true", help="write a spec of this GPU (scenarios/gpus form) from what "
                      "the device reports and the microbenchmarks measure, to --out (default out/calibrate/gpus/<gpu>.toml)")
     cal.add_argument("--sharing", choices=("jobs", "resident"), default="resident",

@@ -20,6 +20,9 @@ Inside `all_or_nothing()` the renames wait until the block ends: then every
 file is renamed into place, or, if the block raised, every temporary file
 and every folder made for it is removed, so a failure partway leaves nothing
 of that run behind (`--trace ok.json --plot bad/x.png` leaves no ok.json).
+Inside `durable()` within such a block, files are renamed as they are written:
+a measurement written whole is kept whatever fails after it, so a
+calibration stopped partway continues where it stopped.
 """
 from __future__ import annotations
 
@@ -215,3 +218,14 @@ def all_or_nothing():
         except MegasimError:
             _discard(_Pending(files=pending.files[i + 1:]))
             raise
+
+
+@contextmanager
+def durable():
+    """Inside an `all_or_nothing` block, rename each file this block writes at once, and keep the folders made
+    for it: for results worth keeping on their own, such as each raw measurement of a resumable calibration."""
+    token = _PENDING.set(None)
+    try:
+        yield
+    finally:
+        _PENDING.reset(token)

@@ -148,7 +148,7 @@ def test_task_bytes_sum_over_one_type(small_graph):
     assert total == pytest.approx(float(small_graph.flops.sum()))
 
 
-def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
+def test_calibrate_measure_writes_the_three_files_and_then_skips_them(tmp_path, monkeypatch):
     header = {k: "x" for k in HEADER_KEYS} | {"schema_version": 1}
     monkeypatch.setattr(measure, "make_header", lambda: dict(header))
     monkeypatch.setattr(measure, "measure_hardware", lambda reps: {s: {} for s in mb.SECTIONS} | {
@@ -157,14 +157,37 @@ def test_calibrate_measure_writes_the_three_files(tmp_path, monkeypatch):
     monkeypatch.setattr(cr, "measure_runs", lambda gpu, reps, layers, budget_s: (
         {"header_extra": {"reps": reps}, "runs": []}, {"layer": {}, "partition": {}, "strategy": "paper",
                                                         "params": {}, "records": []}))
-    paths = measure.calibrate_measure("h200", str(tmp_path), 20, parts=("hardware", "tasks", "runs"))
-    assert [Path(p).name for p in paths] == ["h200_micro.json", "h200_runs.json", "h200_trace_resnet2.json"]
+    status = measure.calibrate_measure("h200", str(tmp_path), 20, parts=("hardware", "runs"))
+    assert status == {"hardware": "done", "runs": "done"}
+    paths = [tmp_path / f"h200_{name}.json" for name in ("micro", "runs", "trace_resnet2")]
     micro = json.loads(Path(paths[0]).read_text())
     assert set(micro) == MICRO_KEYS and HEADER_KEYS <= set(micro["header"])
     runs = json.loads(Path(paths[1]).read_text())
     assert cr.check_runs_doc(runs) == [] and runs["header"]["reps"] == 20
     trace = json.loads(Path(paths[2]).read_text())
     assert {"header", "layer", "partition", "strategy", "params", "records"} <= set(trace)
+    monkeypatch.setattr(measure, "measure_hardware", None)
+    monkeypatch.setattr(cr, "measure_runs", None)
+    assert measure.calibrate_measure("h200", str(tmp_path), 20, parts=("hardware", "runs")) == status
+    not_begun = dict.fromkeys([p for p in measure.PARTS if p != "tasks"], "left")
+    assert measure.calibrate_measure("h200", str(tmp_path), 20, budget_s=0) == not_begun
+
+
+@pytest.mark.gpu
+def test_calibrating_a_gpu_without_a_spec_writes_one_and_a_second_call_continues(tmp_path, capsys):
+    from megasim.app.cli import main
+    argv = ["calibrate", "--gpu", "newgpu", "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "newgpu.toml"),
+            "--budget-s", "1", "--reps", "5"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    spec, micro = tmp_path / "gpus" / "newgpu.toml", tmp_path / "raw" / "newgpu_micro.json"
+    assert f"wrote {spec}" in out and "run the same command again" in out and "runs" in out
+    assert spec.exists() and micro.exists() and not (tmp_path / "newgpu.toml").exists()
+    written = micro.stat().st_mtime_ns
+    assert main(argv) == 0 and "wrote" not in capsys.readouterr().out.split("left")[0]
+    assert micro.stat().st_mtime_ns == written
+    assert main(["simulate", "--gpu", str(spec), "--layer", "ResNet-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gpu"]
 
 
 # ---- the committed raw files keep the format ------------------------------------------

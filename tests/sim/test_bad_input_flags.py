@@ -84,8 +84,11 @@ CASES = [
      "--mappings works only with --network"),
     ("bench-plot-without-network", "bench --plot {tmp}/out/p.png", "--plot works only with --network"),
     ("search-reps-without-validate-top", SEARCH + " --reps 5", "--reps works only with --validate-top"),
-    ("calibrate-budget-without-corpus", "calibrate --from-raw --budget-s 5 --out {tmp}/out/p.toml",
-     "--budget-s works only with --corpus"),
+    ("calibrate-budget-without-measuring", "calibrate --from-raw --budget-s 5 --out {tmp}/out/p.toml",
+     "--budget-s bounds the measuring; --from-raw measures nothing"),
+    ("calibrate-from-raw-no-spec", "calibrate --gpu rtx9090 --from-raw --raw {tmp} --out {tmp}/out/p.toml",
+     "no spec of rtx9090"),
+    ("calibrate-gpu-not-a-name", "calibrate --gpu h2/00 --out {tmp}/out/p.toml", "names a GPU"),
     ("calibrate-trace-sample-with-jobs", "calibrate --from-raw --sharing jobs --trace-sample {tmp}/fifo "
      "--out {tmp}/out/p.toml", "--trace-sample works only with --sharing resident"),
     # output paths whose links loop

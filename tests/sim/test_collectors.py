@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from megasim.app.calibrate.measure import calibrate_measure
+from megasim.app.calibrate.raw import MAKERS
 from megasim.app.calibrate.trace_law import load_sample
 from megasim.app.calibrate.trace_sample_runs import cases
 
@@ -33,7 +34,8 @@ def test_the_collectors_cases_are_the_committed_samples():
 def test_calibrate_measures_every_raw_file_the_fit_reads():
     import inspect
     parts = inspect.signature(calibrate_measure).parameters["parts"].default
-    assert set(parts) == {"hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds"}
+    assert set(parts) == {"hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "corpus"}
+    assert {maker for maker, _ in MAKERS.values()} <= set(parts)
 
 
 def test_a_partial_raw_folder_names_what_is_missing_and_the_command_that_measures_it(tmp_path, capsys):

@@ -6,27 +6,68 @@ of the GPU: it is how a GPU megasim has never seen gets one (`spec_writer`).
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 
 def calibrate_main(args) -> int:
-    from megasim.app.catalog import load_gpu
     if args.spec_only:
         return _spec_only(args)
     if args.corpus is not None:
         from megasim.app.calibrate.corpus_runs import measure_corpus
-        name = load_gpu(args.gpu).name
-        counts = measure_corpus(name, Path(args.raw) / f"{name}_corpus.jsonl", args.corpus, args.reps, args.budget_s)
+        counts = measure_corpus(args.gpu_name, Path(args.raw) / f"{args.gpu_name}_corpus.jsonl", args.corpus,
+                                args.reps, args.budget_s or 500.0)
         print(json.dumps(counts))
         return 0
-    from megasim.app.calibrate.run import fit_profile
     if not args.from_raw:
-        from megasim.app.calibrate.measure import calibrate_measure
-        calibrate_measure(load_gpu(args.gpu).name, args.raw, args.reps)
-    fit_profile(args.gpu, args.raw, args.out, sharing=args.sharing, trace_sample=args.trace_sample)
+        left = _measure(args)
+        if left:
+            print(f"measured into {args.raw}; {', '.join(left)} left when --budget-s {args.budget_s:.0f} ran out: "
+                  "run the same command again to continue where it stopped")
+            return 0
     from megasim.app.calibrate.raw import fitted_note
-    print(fitted_note(load_gpu(args.gpu).name, args.out, args.raw, measured=not args.from_raw))
+    from megasim.app.calibrate.run import fit_profile
+    from megasim.io.writing import durable
+    with durable():  # the profile is kept, and read back by its validation
+        fit_profile(args.spec, args.raw, args.out, jobs=args.jobs, sharing=args.sharing,
+                    trace_sample=args.trace_sample)
+    heldout = "" if args.from_raw else _validation(args)
+    print(fitted_note(args.gpu_name, args.out, args.raw, measured=not args.from_raw, spec=args.spec) + heldout)
     return 0
+
+
+def _measure(args) -> list[str]:
+    """Measure what the raw folder lacks, within --budget-s; a GPU without a spec gets one written from its
+    microbenchmarks first (`spec_writer`), beside the profile. Each raw file is kept as soon as it is written
+    whole (`durable`), whatever fails later. Returns the parts left."""
+    from megasim.app.calibrate.measure import calibrate_measure
+    from megasim.io.writing import durable
+    budget = args.budget_s if args.budget_s is not None else float("inf")
+    with durable():
+        if args.generated and not Path(args.spec).exists():
+            from megasim.app.calibrate.spec_writer import write_spec
+            t0 = time.perf_counter()
+            if calibrate_measure(args.gpu_name, args.raw, args.reps, parts=("hardware", "tasks"))["hardware"] == "done":
+                micro = Path(args.raw) / f"{args.gpu_name}_micro.json"
+                print(f"wrote {write_spec(args.gpu_name, micro, args.spec)}, the spec of {args.gpu_name}, from what "
+                      "the device reports and the microbenchmarks measure")
+            budget -= time.perf_counter() - t0
+        status = calibrate_measure(args.gpu_name, args.raw, args.reps, budget_s=budget)
+    return [part for part, state in status.items() if state == "left"]
+
+
+def _validation(args) -> str:
+    """The new profile's held-out report (`validate`, with the corpus subset), and its MAPE in a line."""
+    from megasim.app.calibrate.raw import raw_paths
+    from megasim.app.calibrate.run import validate_profile
+    out = Path(args.out).parent / f"{args.gpu_name}_validation"
+    summary = validate_profile(args.out, raw_paths(args.raw, args.gpu_name)["runs"], out, args.jobs, corpus=True,
+                               log=lambda *_: None, progress=False)
+    held, corpus = summary["mape"]["heldout"], summary.get("corpus")
+    shapes = (f"; held-out corpus shapes: fused {corpus['fused_mape']:.1%}, non-fused {corpus['nonfused_mape']:.1%}"
+              if corpus else "")
+    return (f"\n  held-out MAPE: paper layers' runs: fused {held['fused']:.1%}, non-fused {held['nonfused']:.1%}"
+            f"{shapes} (report: {out / 'calibration.md'})")
 
 
 def _spec_only(args) -> int:

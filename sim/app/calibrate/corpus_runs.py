@@ -85,7 +85,7 @@ def measure_corpus(gpu: str, path, count: int = 150, reps: int = 20, budget_s: f
     path = Path(path)
     shapes = generate(count, gpu)
     todo = [s for s in shapes if s.layer.name not in done_shapes(path)]
-    if measure is None:
+    if measure is None and todo:
         from megasim.gpu.backend import require_cupy
         cp = require_cupy()
         measure = lambda s: measure_shape(cp, s, gpu, reps)  # noqa: E731

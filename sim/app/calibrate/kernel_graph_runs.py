@@ -71,6 +71,8 @@ def measure_kernel_graph_times(gpu: str, raw_dir, budget_s: float = 300.0, worke
     path = out / f"{gpu}_kernel_graph_times.jsonl"
     done = done_shapes(path)
     todo = [s for s in shapes(gpu, corpus) if s.layer.name not in done]
+    if not todo:
+        return {"done": len(done), "left": 0}
     t0 = time.perf_counter()
     workers = workers or min(16, os.cpu_count() or 1)
     if workers > 1 and todo:

@@ -10,66 +10,103 @@ and `gpu/` keeps only device code.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
 from pathlib import Path
 
 from megasim.app.calibrate import gpu_runs as cr
-from megasim.gpu.microbench import SECTIONS, make_header, measure_hardware
+from megasim.gpu.microbench import make_header, measure_hardware
 from megasim.gpu.microbench_stats import gpu_short_name, summary
+from megasim.io.writing import write_then_rename
 
 
 def _write(path: Path, doc: dict) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    with write_then_rename(path) as tmp:
+        tmp.write_text(json.dumps(doc, indent=1) + "\n")
     return str(path)
 
 
-def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *,
-                      parts=("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds"), layers=None,
-                      budget_s: float = 400.0) -> list[str]:
-    """Measure and write <gpu>_micro.json, <gpu>_runs.json, <gpu>_trace_resnet2.json, and, resumable,
-    <gpu>_trace_sample.npz (`trace_sample_runs`), <gpu>_kernel_graph_times.jsonl (`kernel_graph_runs`) and
-    <gpu>_builds.json (`builds_runs`); returns the paths."""
-    header = make_header()
-    gpu_name = gpu_name or gpu_short_name(header["device"])
+PARTS = ("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "corpus")
+CORPUS_SUBSET = 32  # generated corpus shapes a calibration measures: 12 of them held out, for its report
+
+
+def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, parts=PARTS, layers=None,
+                      budget_s: float = 400.0, corpus: int = CORPUS_SUBSET, log=print) -> dict:
+    """Measure what is not yet in `out_dir` of each part, in order, until `budget_s` (the whole call's) runs out;
+    returns {part: "done" | "left"}. Each part writes its raw file whole or resumably (a killed call loses
+    at most the case it was measuring), so the same call again continues: <gpu>_micro.json (hardware and the
+    task microbenchmarks), <gpu>_runs.json and <gpu>_trace_resnet2.json, <gpu>_trace_sample.npz
+    (`trace_sample_runs`), <gpu>_kernel_graph_times.jsonl (`kernel_graph_runs`), <gpu>_builds.json
+    (`builds_runs`) and <gpu>_corpus.jsonl (`corpus_runs`, the first `corpus` shapes)."""
+    header = functools.cache(make_header)  # the device is asked only by a part that measures
+    gpu_name = gpu_name or gpu_short_name(header()["device"])
     out = Path(out_dir)
-    paths = []
-    if "hardware" in parts or "tasks" in parts:
-        micro = {"header": header}
-        micro.update(measure_hardware(reps) if "hardware" in parts
-                     else {s: [] if s == "dispatch" else {} for s in SECTIONS})
-        micro.setdefault("dispatch_summary", {})
-        micro["tasks"] = []
-        if "tasks" in parts:
-            try:
-                micro["tasks"] = cr.measure_tasks(gpu_name, reps=reps, layers=layers)
-            except Exception as exc:  # the hardware sections are still worth writing
-                micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
-        paths.append(_write(out / f"{gpu_name}_micro.json", micro))
-    if "runs" in parts:
-        runs, trace = cr.measure_runs(gpu_name, reps=reps, layers=layers, budget_s=budget_s)
-        paths.append(_write(out / f"{gpu_name}_runs.json", {"header": {**header, **runs.pop("header_extra")},
-                                                            **runs}))
-        if trace is not None:
-            paths.append(_write(out / f"{gpu_name}_trace_resnet2.json", {"header": header, **trace}))
-    if "trace_sample" in parts:
-        from megasim.app.calibrate.trace_sample_runs import measure_trace_sample
-        measure_trace_sample(gpu_name, out, budget_s)
-        paths.append(str(out / f"{gpu_name}_trace_sample.npz"))
-    if "kernel_graph" in parts:
-        from megasim.app.calibrate.kernel_graph_runs import measure_kernel_graph_times
-        measure_kernel_graph_times(gpu_name, out, budget_s)
-        paths.append(str(out / f"{gpu_name}_kernel_graph_times.jsonl"))
-    if "builds" in parts:
-        from megasim.app.calibrate.builds_runs import measure_builds
-        builds = out / f"{gpu_name}_builds.json"
-        measure_builds(gpu_name, builds, reps, layers, budget_s)
-        paths.append(str(builds))
-    return paths
+    t0 = time.perf_counter()
+    left = lambda: budget_s - (time.perf_counter() - t0)  # noqa: E731
+    status = {}
+    for part in [p for p in PARTS if p in parts and p != "tasks"]:
+        if left() <= 0:
+            status[part] = "left"
+            continue
+        measure = _MEASURES[part]
+        status[part] = "done" if measure(gpu_name, out, reps, header, "tasks" in parts, layers, left(),
+                                         corpus) else "left"
+        log(f"[calibrate] {part}: {status[part]} ({time.perf_counter() - t0:.0f} s)")
+    return status
+
+
+def _hardware(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    path = out / f"{gpu}_micro.json"
+    if path.exists() and (json.loads(path.read_text()).get("tasks") or not tasks):
+        return True
+    micro = {"header": header(), **measure_hardware(reps)}
+    micro.setdefault("dispatch_summary", {})
+    micro["tasks"] = []
+    if tasks:
+        try:
+            micro["tasks"] = cr.measure_tasks(gpu, reps=reps, layers=layers)
+        except Exception as exc:  # the hardware sections are still worth writing
+            micro["header"]["tasks_error"] = f"{type(exc).__name__}: {exc}"
+    _write(path, micro)
+    return bool(micro["tasks"]) or not tasks
+
+
+def _runs(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    path = out / f"{gpu}_runs.json"
+    if path.exists() and not json.loads(path.read_text())["header"].get("skipped_layers"):
+        return True
+    runs, trace = cr.measure_runs(gpu, reps=reps, layers=layers, budget_s=budget_s)
+    _write(path, {"header": {**header(), **runs.pop("header_extra")}, **runs})
+    if trace is not None:
+        _write(out / f"{gpu}_trace_resnet2.json", {"header": header(), **trace})
+    return not json.loads(path.read_text())["header"].get("skipped_layers")
+
+
+def _trace_sample(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.trace_sample_runs import measure_trace_sample
+    return (out / f"{gpu}_trace_sample.npz").exists() or measure_trace_sample(gpu, out, budget_s)["left"] == 0
+
+
+def _kernel_graph(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.kernel_graph_runs import measure_kernel_graph_times
+    return measure_kernel_graph_times(gpu, out, budget_s, corpus=corpus)["left"] == 0
+
+
+def _builds(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.builds_runs import measure_builds
+    return measure_builds(gpu, out / f"{gpu}_builds.json", reps, layers, budget_s)["left"] == 0
+
+
+def _corpus(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.corpus_runs import measure_corpus
+    return corpus < 1 or measure_corpus(gpu, out / f"{gpu}_corpus.jsonl", corpus, reps, budget_s)["left"] == 0
+
+
+_MEASURES = {"hardware": _hardware, "runs": _runs, "trace_sample": _trace_sample, "kernel_graph": _kernel_graph,
+             "builds": _builds, "corpus": _corpus}
 
 
 def main(argv=None) -> int:
@@ -77,19 +114,17 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="scenarios/calibrations/raw", help="folder for the raw JSON files")
     p.add_argument("--gpu", default=None, help="file prefix (default: from the device name, e.g. h200)")
     p.add_argument("--reps", type=int, default=20)
-    p.add_argument("--parts", default="hardware,tasks,runs,trace_sample,kernel_graph,builds",
-                   help="comma list of hardware, tasks, runs, trace_sample, kernel_graph, builds")
+    p.add_argument("--parts", default=",".join(PARTS), help="comma list of " + ", ".join(PARTS))
     p.add_argument("--layers", default=None, help="comma list of layer names (default: all)")
-    p.add_argument("--budget-s", type=float, default=400.0, help="wall-clock budget of the runs part")
+    p.add_argument("--budget-s", type=float, default=400.0, help="wall-clock budget of the call")
+    p.add_argument("--corpus", type=int, default=CORPUS_SUBSET, help="generated corpus shapes to measure")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
-    paths = calibrate_measure(a.gpu, a.out, a.reps, parts=tuple(a.parts.split(",")),
-                              layers=a.layers.split(",") if a.layers else None, budget_s=a.budget_s)
-    for path in paths:
-        print(path)
-        if path.endswith("_micro.json"):
-            with open(path) as f:
-                print(summary(json.load(f)))
+    status = calibrate_measure(a.gpu, a.out, a.reps, parts=tuple(a.parts.split(",")),
+                               layers=a.layers.split(",") if a.layers else None, budget_s=a.budget_s, corpus=a.corpus)
+    print(json.dumps(status))
+    for path in Path(a.out).glob("*_micro.json"):
+        print(summary(json.loads(path.read_text())))
     print(f"[measure] total {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0
 

@@ -9,6 +9,7 @@ from the sources in this checkout is flagged as stale.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -42,6 +43,11 @@ class CalibrationProfile:
         gpu = check_spec(replace(spec, **self.hardware), origin)
         return replace(gpu, model=model_from_table(self.model, origin, spec.model))
 
+    def base_spec(self) -> GPUModel:
+        """The spec this profile was fitted over: the spec file `calibrate` wrote for a GPU megasim had no spec
+        of (its [profile] spec, resolved against the profile's folder when loaded), else scenarios/gpus/<gpu>."""
+        return load_gpu(self.provenance.get("spec") or self.gpu)
+
     def stale(self) -> str | None:
         """A line saying the kernels changed since the fit, or None.
 
@@ -65,6 +71,7 @@ class _Header:
     __pydantic_config__ = {"extra": "allow"}
     gpu: Annotated[str, Str(min_length=1)]
     kernel_build: Text = ""
+    spec: Text = ""
     revalidated_builds: list[Text] = field(default_factory=list)
     measurements: list[Text] = field(default_factory=list)
 
@@ -112,12 +119,14 @@ def load_profile(path) -> CalibrationProfile:
             raise MegasimError(f"{path}: [uncertainty] {name} = [{low}, {high}] is inverted: its low end should "
                                "not be above its high end")
     prov = dict(data["profile"])
+    if prov.get("spec"):
+        prov["spec"] = str(path.parent / prov["spec"])
     profile = CalibrationProfile(gpu=prov.pop("gpu"), hardware=data["hardware"], model=data["model"],
                                  provenance=prov, fit=data["fit"], uncertainty=data.get("uncertainty", {}))
     try:
-        base = load_gpu(profile.gpu)
+        base = profile.base_spec()
     except MegasimError as exc:
-        raise MegasimError(f"{path}: [profile] gpu: {exc}") from None
+        raise MegasimError(f"{path}: [profile] {'spec' if profile.provenance.get('spec') else 'gpu'}: {exc}") from None
     profile.apply(base, str(path))
     return profile
 
@@ -144,7 +153,10 @@ def _laws_first(model: dict) -> dict:
 
 def save_profile(profile: CalibrationProfile, path) -> Path:
     lines = ["# Calibrated megasim profile: written by `megasim calibrate`, read by `megasim simulate`.", ""]
-    for section, values in (("profile", {"gpu": profile.gpu, **profile.provenance}), ("hardware", profile.hardware),
+    prov = dict(profile.provenance)
+    if prov.get("spec"):
+        prov["spec"] = Path(os.path.relpath(prov["spec"], Path(path).resolve().parent)).as_posix()
+    for section, values in (("profile", {"gpu": profile.gpu, **prov}), ("hardware", profile.hardware),
                             ("model", _laws_first(profile.model)), ("fit", profile.fit),
                             ("uncertainty", profile.uncertainty)):
         if section == "uncertainty" and not values:
@@ -158,11 +170,27 @@ def save_profile(profile: CalibrationProfile, path) -> Path:
 
 
 def _chosen(name: str, spec_name: str, profile) -> Path | None:
-    """The profile a command uses: the one given (which must exist), else a named GPU's committed one; a
-    spec file of one's own gets none, even one called h200.toml (its figures are the user's, not ours)."""
+    """The profile a command uses: the one given (which must exist), else a named GPU's committed one, else for
+    a spec file the profile `calibrate` fitted over it (`calibrated_beside`). Any other spec file gets none,
+    even one called h200.toml (its figures are the user's, not ours)."""
     if profile is None:
-        return None if is_spec_file(name) else profile_path(spec_name)
+        return calibrated_beside(Path(name)) if is_spec_file(name) else profile_path(spec_name)
     return existing_file(profile, f"--profile {profile}")
+
+
+def calibrated_beside(spec_file: Path) -> Path | None:
+    """The profile `megasim calibrate` wrote for a spec it generated: it writes <dir>/gpus/<gpu>.toml and
+    <dir>/<gpu>.toml, and the profile names the spec it was fitted over; None where that is not so."""
+    candidate = spec_file.parent.parent / spec_file.name
+    if spec_file.parent.name != "gpus" or not candidate.is_file():
+        return None
+    try:
+        named = read_toml(candidate).get("profile", {}).get("spec")
+    except MegasimError:
+        return None
+    if not isinstance(named, str) or (candidate.parent / named).resolve() != spec_file.resolve():
+        return None
+    return candidate
 
 
 def simulation_model(name: str, uncalibrated: bool = False, profile=None):

@@ -46,7 +46,7 @@ def raw_paths(raw_dir, gpu: str) -> dict:
 # Which collector part of `calibrate_measure` makes each raw file the fit reads, and whether the fit needs it.
 MAKERS = {"micro": ("hardware", True), "runs": ("runs", True), "trace": ("runs", False),
           "trace_sample": ("trace_sample", False), "kernel_graph": ("kernel_graph", False),
-          "builds": ("builds", False), "corpus": (None, False)}
+          "builds": ("builds", False), "corpus": ("corpus", False)}
 
 
 def check_raw(paths: dict, gpu: str, raw_dir, resident: bool, sample_given: bool = False) -> None:
@@ -69,10 +69,11 @@ def calibrate_defaults(args) -> None:
 
     A measuring run writes under out/calibrate (the raw files in raw/, the profile as <gpu>.toml);
     `--from-raw` reads the committed raw folder unless --raw names another."""
-    from megasim.app.catalog import load_gpu
+    if args.jobs < 1:
+        raise MegasimError(f"--jobs must be a positive number of worker processes, got {args.jobs}")
     if args.spec_only:
-        clash = [flag for flag, value in (("--corpus", args.corpus is not None), ("--trace-sample", args.trace_sample))
-                 if value]
+        clash = [flag for flag, value in (("--corpus", args.corpus is not None), ("--trace-sample", args.trace_sample),
+                                          ("--budget-s", args.budget_s is not None)) if value]
         if clash:
             raise MegasimError(f"--spec-only writes the GPU's spec and fits nothing; drop {', '.join(clash)}")
         gpu = args.gpu.lower()
@@ -81,7 +82,10 @@ def calibrate_defaults(args) -> None:
         args.raw = args.raw or str(COMMITTED_RAW if args.from_raw else OUT / "raw")
         args.out = args.out or str(OUT / "gpus" / f"{gpu}.toml")
         return
-    gpu = load_gpu(args.gpu).name
+    if args.from_raw and args.budget_s is not None:
+        raise MegasimError("--budget-s bounds the measuring; --from-raw measures nothing: drop one of them")
+    _resolve_spec(args)
+    gpu = args.gpu_name
     given = [flag for flag, value in (("--out", args.out), ("--from-raw", args.from_raw),
                                       ("--trace-sample", args.trace_sample)) if value]
     if args.corpus is not None and given:
@@ -91,17 +95,39 @@ def calibrate_defaults(args) -> None:
         args.raw = str(COMMITTED_RAW if args.from_raw else OUT / "raw")
     if args.out is None and args.corpus is None:
         args.out = str(OUT / f"{gpu}.toml")
+    if args.generated:
+        args.spec = str(Path(args.out or OUT / f"{gpu}.toml").parent / "gpus" / f"{gpu}.toml")
+        if args.from_raw and not Path(args.spec).exists():
+            raise MegasimError(f"no spec of {gpu}: neither scenarios/gpus nor {args.spec} has one; measuring writes "
+                               f"it: megasim calibrate --gpu {gpu} (on that GPU)")
 
 
-def fitted_note(gpu: str, out, raw, measured: bool) -> str:
+def _resolve_spec(args) -> None:
+    """`args.spec`, the spec the fit runs over, and `args.gpu_name`: a GPU of scenarios/gpus or a spec file is
+    read as it is; any other name is a GPU megasim has no spec of, whose spec `calibrate` writes from the device
+    beside the profile (<out folder>/gpus/<gpu>.toml), so `--gpu` of that path finds the profile too."""
+    from megasim.app.catalog import gpu_names, is_spec_file, load_gpu
+    name = args.gpu.lower()
+    args.generated = not is_spec_file(args.gpu) and name not in gpu_names()
+    if args.generated:
+        if not name.replace("_", "").replace("-", "").isalnum():
+            raise MegasimError(f"--gpu names a GPU (a short name such as rtx4090) or a spec file, not {args.gpu!r}")
+        args.gpu_name, args.spec = name, None
+    else:
+        args.gpu_name, args.spec = load_gpu(args.gpu).name, args.gpu
+
+
+def fitted_note(gpu: str, out, raw, measured: bool, spec: str | None = None) -> str:
     """What `calibrate` prints when it is done: where it wrote, and how to use and validate the profile."""
     committed = Path(raw).resolve() == COMMITTED_RAW.resolve()
     runs = "" if committed else f" --measurements {Path(raw) / f'{gpu}_runs.json'}"
+    own = spec is not None and spec.endswith(".toml")
     return "\n".join([
         *([f"wrote the raw measurements to {raw}"] if measured else []),
         f"wrote {out}",
-        f"  simulate under it:  megasim simulate --gpu {gpu} --profile {out}",
-        f"  validate it:        megasim validate --gpu {gpu} --profile {out}{runs}",
+        (f"  simulate under it:  megasim simulate --gpu {spec}" if own else
+         f"  simulate under it:  megasim simulate --gpu {gpu} --profile {out}"),
+        f"  validate it:        megasim validate{'' if own else f' --gpu {gpu}'} --profile {out}{runs}",
         "  (validate also stores the held-out prediction intervals in its [uncertainty] section; until then "
         "simulate gives point predictions without intervals)"])
 

@@ -28,7 +28,7 @@ from megasim.app.calibrate.validate import plot_scatter, predict_runs, simulated
 from megasim.contract.errors import MegasimError
 from megasim.io.files import existing_file
 from megasim.contract.problem import OP_NAMES, Op
-from megasim.app.catalog import SCENARIOS, load_gpu
+from megasim.app.catalog import SCENARIOS, is_spec_file, load_gpu
 from megasim.contract.records import records_from_dicts
 
 
@@ -144,11 +144,16 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                "dram_access_efficiency": dram, "step_cycles": step, "block_fixed_cycles": fixed, **fused, **whole},
         provenance=_provenance([paths["micro"], paths["runs"], paths["corpus"], paths["kernel_graph"],
                                 *([paths["trace"], sample] if pinned else []), *([paths["builds"]] if builds else [])],
-                               header, out, spec.name),
+                               header, out, spec.name) | _spec_named(gpu_name),
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4),
              **({"stage4_rms_log_error": stage4} if stage4 else {})})
     save_profile(profile, out)
     return profile
+
+
+def _spec_named(gpu: str) -> dict:
+    """A fit over a spec file (one `calibrate` wrote for a GPU megasim had none of) names it in [profile]."""
+    return {"spec": str(Path(gpu).resolve())} if is_spec_file(gpu) else {}
 
 
 def validate_paths(gpu: str | None, profile=None, measurements=None) -> tuple[Path, Path]:
@@ -180,10 +185,12 @@ def measured_gpu(doc: dict) -> str | None:
 
 
 def check_same_gpu(profile, profile_path, doc: dict, measurements, allow_other: bool = False) -> bool:
-    """Whether the runs were measured on the profile's GPU; refuse the mix unless `allow_other` (a transfer
-    study), where the MAPE is another question: how a profile carries to another GPU."""
+    """Whether the runs were measured on the profile's GPU (its short name, or for a GPU named by its user the
+    device the profile was fitted on); refuse the mix unless `allow_other` (a transfer study), where the MAPE is
+    another question: how a profile carries to another GPU."""
     measured = measured_gpu(doc)
-    if measured is None or measured == profile.gpu.lower():
+    device = doc.get("header", {}).get("device")
+    if measured is None or measured == profile.gpu.lower() or device == profile.provenance.get("device"):
         return True
     if not allow_other:
         raise MegasimError(f"{profile_path} is the {profile.gpu} profile but {measurements} was measured on "
@@ -227,7 +234,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     if not isinstance(jobs, int) or jobs < 1:
         raise MegasimError(f"--jobs must be a positive number of worker processes, got {jobs}")
     profile = load_profile(profile_path)
-    spec = profile.apply(load_gpu(profile.gpu))
+    spec = profile.apply(profile.base_spec())
     header, runs = load_runs(measurements)
     check_heldout(runs, measurements)
     same_gpu = check_same_gpu(profile, profile_path, {"header": header}, measurements, allow_other_gpu)
@@ -273,6 +280,9 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
                  extra)
     log(f"wrote {report_path}")
+    if corpus_rows:
+        from megasim.app.calibrate.corpus_eval import corpus_summary
+        summary = {**summary, "corpus": corpus_summary(corpus_rows)["heldout"]}
     return {**summary, "replay": replayed} if replayed else summary
 
 
