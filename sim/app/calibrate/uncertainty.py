@@ -17,6 +17,8 @@ Non-fused residuals count once per layer: every mapping of a layer shares one no
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,8 +53,9 @@ def mapping_gain(rows: list[dict]) -> float:
         meas.append(np.log(r["fused_us"] / d["fused_us"]))
     if not pred:
         return 1.0
-    p, m = np.array(pred), np.array(meas)
-    return float(np.clip(p @ m / (p @ p), 0.0, 1.0))
+    # exactly rounded sums: a BLAS dot product's last bit differs from one machine to another
+    share = math.fsum(a * b for a, b in zip(pred, meas)) / math.fsum(a * a for a in pred)
+    return float(min(max(share, 0.0), 1.0))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ Outputs, all reproducible on a CPU from committed data, under `--out` (default `
 """
 from __future__ import annotations
 
+import os
+
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -94,13 +96,22 @@ def simulated_records(run: dict, spec):
     return SimpyInterpreter(spec).run(graph_of(run), mapping_of(run)).records
 
 
+def _decisions_link(report: Path) -> str:
+    """docs/decisions.md linked from the report's folder in a checkout; named in words from an installed package."""
+    from megasim.app.catalog import SCENARIOS
+    decisions = SCENARIOS.parent / "docs" / "decisions.md"
+    if not decisions.exists():
+        return "docs/decisions.md in megasim's source"
+    return f"[decisions.md]({Path(os.path.relpath(decisions, Path(report).resolve().parent)).as_posix()})"
+
+
 def write_report(path: Path, gpu: str, command: str, summary: dict, rows: list[dict], figures: dict,
                  extra_sections: list[str]) -> None:
     """The report; `command` is the `megasim validate` line that wrote it, as given (its own paths)."""
     m = summary["mape"]
     lines = [f"# Calibration: {gpu.upper()}", "",
              f"Reproduce on any CPU: `{command}`. The decisions behind the model, with their evidence: "
-             "[decisions.md](decisions.md).", "",
+             f"{_decisions_link(path)}.", "",
              "| | runs | fused MAPE | non-fused MAPE (per layer) | target |", "|---|---|---|---|---|"]
     for split in ("train", "heldout"):
         s = m[split]
