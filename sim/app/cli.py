@@ -182,6 +182,8 @@ def _calibration_commands(sub) -> None:
                                                  "scenarios/calibrations/raw)")
     cal.add_argument("--reps", type=int, default=20)
     cal.add_argument("--jobs", type=int, default=2, help="worker processes of the fit and its validation")
+    cal.add_argument("--scheduler", help="local: measure on every GPU of this host at once, one Dask worker each "
+                     "(local:N the first N); they must be one model")
     cal.add_argument("--from-raw", action="store_true", help="skip measuring; fit from the raw files already there")
     cal.add_argument("--corpus", type=int, metavar="COUNT",
                      help="measure the first COUNT generated corpus shapes into <raw>/<gpu>_corpus.jsonl (resumable), no fit")

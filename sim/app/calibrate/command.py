@@ -9,6 +9,8 @@ import json
 import time
 from pathlib import Path
 
+from megasim.contract.errors import MegasimError
+
 
 def calibrate_main(args) -> int:
     if args.spec_only:
@@ -52,8 +54,26 @@ def _measure(args) -> list[str]:
                 print(f"wrote {write_spec(args.gpu_name, micro, args.spec)}, the spec of {args.gpu_name}, from what "
                       "the device reports and the microbenchmarks measure")
             budget -= time.perf_counter() - t0
-        status = calibrate_measure(args.gpu_name, args.raw, args.reps, budget_s=budget)
+        status = (calibrate_measure(args.gpu_name, args.raw, args.reps, budget_s=budget) if not args.scheduler
+                  else _spread(args, budget))
     return [part for part, state in status.items() if state == "left"]
+
+
+def _spread(args, budget: float) -> dict:
+    """The parts over this host's GPUs, one Dask worker each (`spread`): `--scheduler local` takes every GPU,
+    `local:N` the first N."""
+    from megasim.app.calibrate.measure import CORPUS_SUBSET, PARTS
+    from megasim.app.calibrate.spread import identical_gpus, measure_spread
+    from megasim.app.search.dask_runner import local_workers, start_local
+    gpus = identical_gpus()
+    devices = local_workers(args.scheduler, gpus)
+    if devices > gpus:
+        raise MegasimError(f"--scheduler {args.scheduler} asks for {devices} GPUs; this host has {gpus}")
+    executor = start_local(devices)
+    try:
+        return measure_spread(args.gpu_name, args.raw, args.reps, PARTS, budget, CORPUS_SUBSET, executor, devices)
+    finally:
+        executor.shutdown()
 
 
 def _validation(args) -> str:

@@ -73,7 +73,8 @@ def calibrate_defaults(args) -> None:
         raise MegasimError(f"--jobs must be a positive number of worker processes, got {args.jobs}")
     if args.spec_only:
         clash = [flag for flag, value in (("--corpus", args.corpus is not None), ("--trace-sample", args.trace_sample),
-                                          ("--budget-s", args.budget_s is not None)) if value]
+                                          ("--budget-s", args.budget_s is not None), ("--scheduler", args.scheduler))
+                 if value]
         if clash:
             raise MegasimError(f"--spec-only writes the GPU's spec and fits nothing; drop {', '.join(clash)}")
         gpu = args.gpu.lower()
@@ -82,8 +83,17 @@ def calibrate_defaults(args) -> None:
         args.raw = args.raw or str(COMMITTED_RAW if args.from_raw else OUT / "raw")
         args.out = args.out or str(OUT / "gpus" / f"{gpu}.toml")
         return
-    if args.from_raw and args.budget_s is not None:
-        raise MegasimError("--budget-s bounds the measuring; --from-raw measures nothing: drop one of them")
+    for flag, given in (("--budget-s", args.budget_s is not None), ("--scheduler", args.scheduler)):
+        if given and (args.from_raw or args.corpus is not None and flag == "--scheduler"):
+            raise MegasimError(f"{flag} is for measuring a whole calibration; "
+                               f"{'--from-raw measures nothing' if args.from_raw else '--corpus measures on one GPU'}"
+                               f": drop one of them")
+    if args.scheduler:
+        from megasim.app.search.dask_runner import local_workers
+        if args.scheduler.partition(":")[0] != "local":
+            raise MegasimError(f"calibrate --scheduler spreads the measuring over this host's GPUs: local or "
+                               f"local:N, not {args.scheduler!r}")
+        local_workers(args.scheduler, 1)
     _resolve_spec(args)
     gpu = args.gpu_name
     given = [flag for flag, value in (("--out", args.out), ("--from-raw", args.from_raw),

@@ -28,6 +28,11 @@ class DaskExecutor:
     def submit(self, fn, *args):
         return self.client.submit(fn, *args, pure=False)
 
+    def submit_to(self, worker: int, fn, *args):
+        """`fn(*args)` on the `worker`-th worker (by address), so that calls meant to run side by side do."""
+        addresses = sorted(self.client.scheduler_info()["workers"])
+        return self.client.submit(fn, *args, pure=False, workers=[addresses[worker]], allow_other_workers=False)
+
     def shutdown(self, cancel: bool = False) -> None:
         self.client.close()
         if self._cluster is not None:
