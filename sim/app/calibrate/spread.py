@@ -3,8 +3,8 @@
 The parts write different raw files, so they need no merging: a worker takes a group of parts, makes its GPU
 the current device and runs `calibrate_measure` on that group, and each part resumes as it does on one GPU. The
 groups are balanced by each part's device time on the H200 (2026-11-28, docs/results/calibrate_from_nothing),
-longest first, the microbenchmarks on the first GPU. Two H200-class GPUs take about 220 s of measuring where one
-takes 410 s. The GPUs must be identical, since one GPU's microbenchmarks stand for all of them: a host that mixes
+longest first, the microbenchmarks on the first GPU; by those figures two H200s would measure in about 220 s what
+one measures in 410 s (not yet run on a host with two). The GPUs must be identical, since one GPU's microbenchmarks stand for all of them: a host that mixes
 models is refused before anything is measured.
 """
 from __future__ import annotations
