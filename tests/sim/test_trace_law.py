@@ -7,7 +7,7 @@ import pytest
 
 from megasim.app.calibrate.run import traced_constants
 from megasim.app.calibrate.trace_law import (default_sample, gemm_body_laws, gemm_law, graph_of, load_sample, output_law,
-                                             task_costs)
+                                             overlap, overlaps, sm_overlaps, task_costs)
 from megasim.app.catalog import load_gpu
 from megasim.app.cli import main
 from megasim.contract.errors import MegasimError
@@ -26,6 +26,35 @@ def sample(request):
     return SAMPLES / request.param, CALIBRATION_RAW / f"{request.param}_trace_sample.npz"
 
 
+class Fits:
+    """Each packed sample loaded and each law fitted on it once for the module: the tests only read them."""
+
+    def __init__(self):
+        self.memo = {}
+
+    def _once(self, key, make):
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def sample(self, npz):
+        return self._once(("sample", npz), lambda: load_sample(npz))
+
+    def gemm_law(self, npz, clock):
+        return self._once(("gemm_law", npz, clock), lambda: gemm_law(*self.sample(npz), clock, 256))
+
+    def gemm_body_laws(self, npz, clock):
+        return self._once(("gemm_body_laws", npz, clock), lambda: gemm_body_laws(*self.sample(npz), clock, 256))
+
+    def output_law(self, npz, clock):
+        return self._once(("output_law", npz, clock), lambda: output_law(*self.sample(npz), clock, 256))
+
+
+@pytest.fixture(scope="module")
+def fits():
+    return Fits()
+
+
 @pytest.fixture(scope="module")
 def h200_trace():
     return json.loads((CALIBRATION_RAW / "h200_trace_resnet2.json").read_text())
@@ -39,29 +68,28 @@ def test_task_costs_of_the_h200_trace(h200_trace):
 
 
 @pytest.mark.slow
-def test_the_gemm_law_is_the_committed_one(sample):
+def test_the_gemm_law_is_the_committed_one(sample, fits):
     folder, npz = sample
     law = json.loads((folder / "gemm_law.json").read_text())
-    fixed, step, eff, errors = gemm_law(*load_sample(npz), law["clock_mhz"], 256)
+    fixed, step, eff, errors = fits.gemm_law(npz, law["clock_mhz"])
     assert (round(fixed, 1), round(step, 1), round(eff, 4)) == (law["block_fixed_cycles"], law["step_cycles"],
                                                                law["compute_efficiency"])
     assert len(errors) == 72
 
 
 @pytest.mark.slow
-def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for_all(sample):
+def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for_all(sample, fits):
     """The 8 x 8 body pays more than twice the 8 x 4's fixed cycles a block; each 128-thread body's own law has
     a smaller median error than the one law of all bodies (4.3% on the H100's sample, 3.7% on the H200's); a
     scalar body keeps its sibling's efficiency and fixed cycles and takes longer steps."""
     folder, npz = sample
     committed = json.loads((folder / "gemm_body_laws.json").read_text())
-    sample = load_sample(npz)
-    laws = gemm_body_laws(*sample, 1980.0, 256)
+    laws = fits.gemm_body_laws(npz, 1980.0)
     assert set(laws) == set(committed) == {"t128-8x4", "t128-8x4-scalar", "t128-8x8", "t96-8x4", "t96-8x4-scalar"}
     for body, (fixed, step, eff, errors) in laws.items():
         assert (round(fixed, 1), round(step, 1), round(eff, 4)) == tuple(
             committed[body][k] for k in ("block_fixed_cycles", "step_cycles", "compute_efficiency"))
-    one = np.median(np.abs(list(gemm_law(*sample, 1980.0, 256)[3].values())))
+    one = np.median(np.abs(list(fits.gemm_law(npz, 1980.0)[3].values())))
     assert all(np.median(np.abs(list(laws[body][3].values()))) < one for body in ("t128-8x4", "t128-8x8"))
     assert laws["t128-8x8"][0] > 2 * laws["t128-8x4"][0]
     for body in ("t128-8x4", "t96-8x4"):
@@ -70,19 +98,39 @@ def test_one_gemm_law_per_body_is_the_committed_one_and_fits_better_than_one_for
 
 
 @pytest.mark.slow
-def test_the_output_law_is_the_committed_one(sample):
+def test_the_output_law_is_the_committed_one(sample, fits):
     """An output block is slowed by its SM's blocks and by the chip's other outputs: the four-term law fits
     each sample's 72 launches with a median error near 10%, and its chip rate lies between the GPU's DRAM
     and L2 rates (the H200's, with 1.4x the H100's DRAM bandwidth, is 1.5x the H100's)."""
     folder, npz = sample
     law = json.loads((folder / "output_law.json").read_text())
-    fixed, step, eff, chip, errors = output_law(*load_sample(npz), law["clock_mhz"], 256)
+    fixed, step, eff, chip, errors = fits.output_law(npz, law["clock_mhz"])
     assert (round(fixed, 1), round(step, 1), round(eff, 4), round(chip, 1)) == (
         law["block_fixed_cycles"], law["step_cycles"], law["compute_efficiency"], law["chip_bytes_per_cycle"])
     assert len(errors) == 72
     assert sorted(abs(e) for e in errors.values())[36] < 0.12
     gpu = load_gpu(folder.name)
     assert gpu.dram_gbps * 1e3 / 1980 < chip < gpu.l2_gbps * 1e3 / 1980
+
+
+@pytest.mark.parametrize("cells", [None, 97])
+def test_overlaps_are_the_one_block_overlap_bit_for_bit(monkeypatch, cells):
+    """The laws weigh each block's neighbours a matrix at a time (`overlaps`, `sm_overlaps`): the same numbers,
+    to the last bit, as `overlap` one block at a time, whatever the SMs, windows and chunking."""
+    if cells is not None:
+        monkeypatch.setattr("megasim.app.calibrate.trace_law._OVERLAP_CELLS", cells)
+    rng = np.random.default_rng(7)
+    n = 3000
+    sm = rng.integers(0, 40, n)
+    ready = np.round(rng.uniform(0, 500, n), 1) * 0.032
+    end = ready + rng.choice([0.0, 0.032, 3.2, 40.0], n) * rng.uniform(0, 2, n)
+    rows = np.flatnonzero(end > ready)[::3]
+    pool = np.flatnonzero(sm % 5 != 1)  # some rows' SMs have no blocks in the pool
+    here = [pool[sm[pool] == sm[j]] for j in rows]
+    want = [overlap(ready[j], end[j], ready[i], end[i]) for j, i in zip(rows, here)]
+    assert sm_overlaps(rows, pool, sm, ready, end).tobytes() == np.array(want).tobytes()
+    want = [overlap(ready[j], end[j], ready[pool], end[pool]) for j in rows]
+    assert overlaps(ready[rows], end[rows], ready[pool], end[pool]).tobytes() == np.array(want).tobytes()
 
 
 @pytest.mark.slow

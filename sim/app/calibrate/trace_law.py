@@ -19,6 +19,7 @@ block's task, op, SM and its start, ready and end in ticks of %globaltimer's 32 
 """
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -84,30 +85,98 @@ def graph_of(problem: dict):
                        Partition(**problem["partition"]))
 
 
+_CASE_TERMS: dict = {}
+_CASE_TERMS_KEPT = 256
+
+
+def case_terms(problem: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
+    """(issued FLOPs, serial steps, bytes read and written, GEMM body) per task of a case's graph, built once per
+    layer, variant and partition (the laws read every launch of every case, several times a fit); read-only."""
+    try:
+        key = json.dumps([problem["layer"], problem.get("variant", 4), problem["partition"]], sort_keys=True)
+    except TypeError:  # not plain JSON values: build it afresh
+        key = None
+    terms = _CASE_TERMS.get(key) if key is not None else None
+    if terms is None:
+        from megasim.contract.resources import gemm_body
+        g = graph_of(problem)
+        flops, steps, moved = issued_flops(g), serial_steps(g), sum(g.bytes_per_task())
+        for a in (flops, steps, moved):
+            a.setflags(write=False)
+        terms = flops, steps, moved, gemm_body(g.layer, g.partition)
+        if key is not None:
+            if len(_CASE_TERMS) >= _CASE_TERMS_KEPT:
+                _CASE_TERMS.pop(next(iter(_CASE_TERMS)))
+            _CASE_TERMS[key] = terms
+    return terms
+
+
 def overlap(a: float, b: float, ready: np.ndarray, end: np.ndarray) -> float:
-    """How many of the blocks (ready, end) worked during [a, b], each weighted by the share of it they did."""
+    """How many of the blocks (ready, end) worked during [a, b], each weighted by the share of it they did. The laws
+    take it for many blocks at once (`overlaps`, `sm_overlaps`), to the same bit."""
     return float((np.clip(np.minimum(end, b) - np.maximum(ready, a), 0, None) / (b - a)).sum())
+
+
+_OVERLAP_CELLS = 1 << 17  # the most (block, neighbour) pairs held at once
+
+
+def _shares(a: np.ndarray, b: np.ndarray, ready: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`overlap(a[j], b[j], ready[j], end[j])` for every row j (`ready` and `end` a row each, or one row for all),
+    the same numbers bit for bit: the same operations on the same pairs, each row summed along its contiguous
+    axis, as numpy sums one array (pairwise)."""
+    aa, bb = a[:, None], b[:, None]
+    share = np.minimum(end, bb)
+    share -= np.maximum(ready, aa)
+    np.clip(share, 0, None, out=share)
+    share /= bb - aa
+    return share.sum(axis=1)
+
+
+def overlaps(a: np.ndarray, b: np.ndarray, ready: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`overlap(a[j], b[j], ready, end)` for every j, bit for bit."""
+    out = np.empty(len(a))
+    step = max(1, _OVERLAP_CELLS // max(len(ready), 1))
+    for lo in range(0, len(a), step):
+        out[lo:lo + step] = _shares(a[lo:lo + step], b[lo:lo + step], ready[None, :], end[None, :])
+    return out
+
+
+def sm_overlaps(rows: np.ndarray, pool: np.ndarray, sm: np.ndarray, ready: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """`overlap(ready[j], end[j], ready[i], end[i])` for each block j of `rows`, i the blocks of `pool` on j's SM
+    in the order `pool` lists them, bit for bit: the rows whose SMs hold as many of `pool`'s blocks make one
+    matrix, each row its SM's blocks."""
+    out = np.zeros(len(rows))  # an SM without blocks in `pool`: none worked beside
+    if not len(rows) or not len(pool):
+        return out
+    by_sm = pool[np.argsort(sm[pool], kind="stable")]  # each SM's blocks together, in pool's order
+    sms, first, count = np.unique(sm[by_sm], return_index=True, return_counts=True)
+    at = np.searchsorted(sms, sm[rows]).clip(0, len(sms) - 1)
+    width = np.where(sms[at] == sm[rows], count[at], 0)
+    ready_by_sm, end_by_sm = ready[by_sm], end[by_sm]
+    for w in np.unique(width[width > 0]):
+        sel = np.flatnonzero(width == w)
+        ready_w = np.lib.stride_tricks.sliding_window_view(ready_by_sm, w)  # row k: the w blocks from k on
+        end_w = np.lib.stride_tricks.sliding_window_view(end_by_sm, w)
+        for lo in range(0, len(sel), max(1, _OVERLAP_CELLS // w)):
+            part = sel[lo:lo + max(1, _OVERLAP_CELLS // w)]
+            j, start = rows[part], first[at[part]]
+            out[part] = _shares(ready[j], end[j], ready_w[start], end_w[start])
+    return out
 
 
 def gemm_corunners(rec, rng, with_tasks: bool = False):
     """(work us, overlap-weighted GEMM blocks working on the same SM, itself included) of up to
     `SAMPLE_PER_LAUNCH` GEMM blocks of one launch, and their tasks if asked."""
     op, sm, rd, en = rec["op"], rec["sm"], rec["ready_us"], rec["end_us"]
-    gemms = np.where(op == Op.GEMM)[0]
+    every = np.where(op == Op.GEMM)[0]
+    gemms = every
     if len(gemms) > SAMPLE_PER_LAUNCH:
         gemms = rng.choice(gemms, SAMPLE_PER_LAUNCH, replace=False)
-    by_sm = {s: np.where((sm == s) & (op == Op.GEMM))[0] for s in np.unique(sm[gemms])}
-    work, n, tasks = [], [], []
-    for j in gemms:
-        a, b = rd[j], en[j]
-        if b <= a:
-            continue
-        i = by_sm[sm[j]]
-        n.append(overlap(a, b, rd[i], en[i]))
-        work.append(b - a)
-        tasks.append(rec["task"][j])
-    out = np.array(work), np.array(n)
-    return (*out, np.array(tasks)) if with_tasks else out
+    gemms = gemms[~(en[gemms] <= rd[gemms])]  # a block with no work has no share to weigh
+    if not len(gemms):
+        return (np.array([]),) * (3 if with_tasks else 2)
+    out = en[gemms] - rd[gemms], sm_overlaps(gemms, every, sm, rd, en)
+    return (*out, rec["task"][gemms]) if with_tasks else out
 
 
 def _fit_blocks(xs, ys, ws, tags) -> tuple[np.ndarray, dict]:
@@ -119,29 +188,32 @@ def _fit_blocks(xs, ys, ws, tags) -> tuple[np.ndarray, dict]:
 
 
 def _median_errors(tags, relative) -> dict:
-    """{(case, launch): the median of its blocks' relative errors}."""
-    errors: dict = {}
-    for tag, e in zip(tags, relative):
-        errors.setdefault(tag, []).append(e)
-    return {t: float(np.median(v)) for t, v in errors.items()}
+    """{(case, launch): the median of its blocks' relative errors}; a launch's rows come together."""
+    runs: dict = {}
+    at = 0
+    for tag, run in itertools.groupby(tags):
+        size = sum(1 for _ in run)
+        runs.setdefault(tag, []).append(relative[at:at + size])
+        at += size
+    return {t: float(np.median(np.concatenate(v))) for t, v in runs.items()}
 
 
 def _gemm_rows(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
     """The GEMM block law's least-squares rows: terms [1, steps, n x issued FLOPs / peak], work in cycles,
     weights (relative error, every launch alike) and (case, launch) tags."""
     rng = np.random.default_rng(seed)
-    xs, ys, ws, tags = [], [], [], []
+    xs, ys, ws, tags = [np.zeros((0, 3))], [np.zeros(0)], [np.zeros(0)], []
     for case, problem in meta.items():
-        g = graph_of(problem)
-        flops, steps = issued_flops(g), serial_steps(g)
+        flops, steps, _, _ = case_terms(problem)
         for launch, rec in traces[case].items():
             work, n, tasks = gemm_corunners(rec, rng, with_tasks=True)
-            for w, k, t in zip(work, n, tasks):
-                xs.append([1.0, steps[t], flops[t] * k / sm_peak])
-                ys.append(w * clock_mhz)
-                ws.append(1.0 / (w * clock_mhz * np.sqrt(len(work))))
-                tags.append((case, launch))
-    return xs, ys, ws, tags
+            if not len(work):
+                continue
+            xs.append(np.column_stack([np.ones(len(work)), steps[tasks], flops[tasks] * n / sm_peak]))
+            ys.append(work * clock_mhz)
+            ws.append(1.0 / (work * clock_mhz * np.sqrt(len(work))))
+            tags += [(case, launch)] * len(work)
+    return np.concatenate(xs), np.concatenate(ys), np.concatenate(ws), tags
 
 
 def gemm_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed: int = 0):
@@ -166,11 +238,9 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
     to 1.1% (128 threads, 8 x 4), 3.1% (8 x 8) and 4.4% (96 threads, 8 x 4); the 8 x 8 body pays 8,700 fixed
     cycles a block against 3,600, and a scalar step takes 1.4-2 vector ones (docs/results/trace_sample/h100/
     gemm_body_laws.json)."""
-    from megasim.contract.resources import gemm_body
     cases: dict = {}
     for case, problem in meta.items():
-        g = graph_of(problem)
-        cases.setdefault(gemm_body(g.layer, g.partition), []).append(case)
+        cases.setdefault(case_terms(problem)[3], []).append(case)
     pick = lambda names: ({c: meta[c] for c in names}, {c: traces[c] for c in names})  # noqa: E731
     laws = {body: gemm_law(*pick(names), clock_mhz, sm_peak) for body, names in sorted(cases.items())
             if not body.endswith("-scalar") and len(names) >= least}
@@ -178,8 +248,7 @@ def gemm_body_laws(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, l
         if body.endswith("-scalar"):
             sibling = body[:-len("-scalar")]
             fixed, _, eff, _ = laws[sibling] if sibling in laws else gemm_law(meta, traces, clock_mhz, sm_peak)
-            xs, ys, ws, tags = _gemm_rows(*pick(names), clock_mhz, sm_peak)
-            x, y, w = np.array(xs), np.array(ys), np.array(ws)
+            x, y, w, tags = _gemm_rows(*pick(names), clock_mhz, sm_peak)
             rest = y - fixed - x[:, 2] / eff
             step = float(np.sum(w * w * x[:, 1] * rest) / np.sum(w * w * x[:, 1] ** 2))
             laws[body] = (fixed, step, eff, _median_errors(tags, (fixed + x[:, 1] * step + x[:, 2] / eff) / y - 1))
@@ -197,24 +266,24 @@ def output_law(meta: dict, traces: dict, clock_mhz: float, sm_peak: float, seed:
     same law to another transform's blocks, m then counting that type (the input transform's fits worse:
     docs/decisions.md, "Tried and not adopted")."""
     rng = np.random.default_rng(seed)
-    xs, ys, ws, tags = [], [], [], []
+    xs, ys, ws, tags = [np.zeros((0, 4))], [np.zeros(0)], [np.zeros(0)], []
     for case, problem in meta.items():
-        g = graph_of(problem)
-        flops, steps = issued_flops(g), serial_steps(g)
-        moved = sum(g.bytes_per_task())
+        flops, steps, moved, _ = case_terms(problem)
         for launch, rec in traces[case].items():
             sm, rd, en, task = rec["sm"], rec["ready_us"], rec["end_us"], rec["task"]
             outs = np.where(rec["op"] == op)[0]
             picked = rng.choice(outs, per_launch, replace=False) if len(outs) > per_launch else outs
             picked = picked[en[picked] > rd[picked]]
-            for j in picked:
-                a, b, t = rd[j], en[j], task[j]
-                here = sm == sm[j]
-                n, m = overlap(a, b, rd[here], en[here]), overlap(a, b, rd[outs], en[outs])
-                xs.append([1.0, steps[t], n * flops[t] / sm_peak, m * moved[t]])
-                ys.append((b - a) * clock_mhz)
-                ws.append(1.0 / ((b - a) * clock_mhz * np.sqrt(len(picked))))
-                tags.append((case, launch))
+            if not len(picked):
+                continue
+            a, b, t = rd[picked], en[picked], task[picked]
+            n = sm_overlaps(picked, np.arange(len(sm)), sm, rd, en)
+            m = overlaps(a, b, rd[outs], en[outs])
+            xs.append(np.column_stack([np.ones(len(picked)), steps[t], n * flops[t] / sm_peak, m * moved[t]]))
+            ys.append((b - a) * clock_mhz)
+            ws.append(1.0 / ((b - a) * clock_mhz * np.sqrt(len(picked))))
+            tags += [(case, launch)] * len(picked)
+    xs, ys, ws = np.concatenate(xs), np.concatenate(ys), np.concatenate(ws)
     if len(ys) < 4:
         raise MegasimError("the trace sample has too few output-transform blocks to fit their law")
     coef, errors = _fit_blocks(xs, ys, ws, tags)
