@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from megasim.app.calibrate.jobs import largest_first
 from megasim.app.calibrate.predict import graph_of, mapping_of
 from megasim.contract.build import Build
 from megasim.contract.interpreter import RunConfig
@@ -55,7 +56,11 @@ def _predict_job(job) -> float:
 def predicted(rows: list[dict], spec, pool=None) -> list[dict]:
     """Each row with its prediction (`pred_us`)."""
     jobs = [(r, spec) for r in rows]
-    times = list(pool.map(_predict_job, jobs)) if pool is not None else [_predict_job(j) for j in jobs]
+    if pool is None:
+        times = [_predict_job(j) for j in jobs]
+    else:  # the largest layers first, so that no long simulation is left to run alone at the end
+        size = [math.prod(r["layer"][f] for f in ("n", "c", "h", "w", "k")) for r in rows]
+        times = largest_first(pool, _predict_job, jobs, size)
     return [{**r, "pred_us": t} for r, t in zip(rows, times)]
 
 
