@@ -136,9 +136,13 @@ def test_prepare_shapes_searches_in_worker_processes(tmp_path):
     assert "unknown GPU" in failed[SHAPE]
 
 
-def test_the_schedule_search_simulates_no_nonfused_kernels(tmp_path, monkeypatch):
+def test_the_schedule_search_simulates_no_nonfused_twins(tmp_path, monkeypatch):
+    """A fused point's non-fused twin is not simulated (the schedule needs only the build's own time); the
+    non-fused builds, points of the space, are, right after the default point."""
     from megasim.app.search import objective
     called = []
-    monkeypatch.setattr(objective, "nonfused_us", lambda *a: called.append(a) or 1.0)
-    got = Schedules(cache_dir=str(tmp_path), search_budget=2).resolve(SHAPE, "h200")
+    monkeypatch.setattr(objective, "nonfused_us", lambda *a: called.append(a[0].launch) or 1e9)
+    got = Schedules(cache_dir=str(tmp_path), search_budget=1).resolve(SHAPE, "h200")
     assert got.source.startswith("search") and called == []
+    Schedules(cache_dir=str(tmp_path / "more"), search_budget=6).resolve(SHAPE, "h200")
+    assert called and set(called) == {"nonfused"}

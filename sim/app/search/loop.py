@@ -15,9 +15,10 @@ through three gates before it costs a simulation:
 
 Points asked for first (`pending`) are the paper default of a new study,
 which is then also the study's reference, every other build of the space at
-the default mapping (`Space.build_points`: so the search's pick is never
-predicted slower than the best discrete build, whatever the budget left to
-the sampler), and the points a stopped run left unfinished. Every told trial goes to the writer (`store.Writer`).
+the default mapping, the non-fused ones first (`Space.build_points`: so,
+with a budget of at least their number, the search's pick is never predicted
+slower than the best discrete build, and with less it still sees every
+non-fused build), and the points a stopped run left unfinished. Every told trial goes to the writer (`store.Writer`).
 """
 from __future__ import annotations
 
