@@ -54,7 +54,14 @@ def _gpu_available() -> bool:
         return False
 
 
+# The tests that take minutes (the README's refit) or tens of seconds: run first, so that under `-n` the other
+# workers share out the rest beside them instead of waiting at the end for one of them.
+LONGEST_FIRST = ("test_the_readme_runs_top_to_bottom_in_an_empty_folder",
+                 "test_a_gpu_without_a_spec_gets_one_written_from_the_device_and_its_profile_beside_it")
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.name not in LONGEST_FIRST)
     if _gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy")
