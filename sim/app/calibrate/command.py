@@ -1,7 +1,9 @@
 """`megasim calibrate`: measure this machine's GPU and fit a profile, or measure its corpus shapes, or write its spec.
 
-The flags were checked and defaulted before any work (`raw.calibrate_defaults`). `--spec-only` needs no spec
-of the GPU: it is how a GPU megasim has never seen gets one (`spec_writer`).
+The flags were checked and defaulted before any work (`raw.calibrate_defaults`). A measuring call starts from
+whatever the raw folder holds, empty included, measures what is missing within `--budget-s` (on every GPU of the
+host with `--scheduler local`, `spread`), then fits and validates; a GPU megasim has no spec of gets one from the
+device first (`spec_writer`), beside the profile. `--spec-only` writes only that spec.
 """
 from __future__ import annotations
 
@@ -24,8 +26,10 @@ def calibrate_main(args) -> int:
     if not args.from_raw:
         left = _measure(args)
         if left:
-            print(f"measured into {args.raw}; {', '.join(left)} left when --budget-s {args.budget_s:.0f} ran out: "
-                  "run the same command again to continue where it stopped")
+            why = (f"when --budget-s {args.budget_s:.0f} ran out" if args.budget_s is not None
+                   else "unfinished (the lines above say why)")
+            print(f"measured into {args.raw}; {', '.join(left)} left {why}: run the same command again to continue "
+                  "where it stopped")
             return 0
     from megasim.app.calibrate.raw import fitted_note
     from megasim.app.calibrate.run import fit_profile
