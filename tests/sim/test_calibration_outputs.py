@@ -155,3 +155,14 @@ def test_a_gpu_without_a_spec_gets_one_written_from_the_device_and_its_profile_b
     (moved / "newgpu.toml").write_bytes(spec.read_bytes())
     assert main(["simulate", "--gpu", str(moved / "newgpu.toml"), "--shape", "2,32,20,20,32"]) == 0
     assert "datasheet spec" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("budget", [[], ["--budget-s", "5"]], ids=["no-budget", "budget"])
+def test_a_calibration_with_parts_left_says_so_and_fits_nothing(tmp_path, monkeypatch, capsys, budget):
+    monkeypatch.setattr("megasim.app.calibrate.measure.calibrate_measure",
+                        lambda *a, **k: {"hardware": "done", "runs": "done", "trace_sample": "left"})
+    out = tmp_path / "p.toml"
+    assert main(["calibrate", "--gpu", "h200", "--raw", str(tmp_path / "raw"), "--out", str(out), *budget]) == 0
+    printed = capsys.readouterr().out
+    assert "trace_sample left" in printed and "run the same command again" in printed and not out.exists()
+    assert ("--budget-s 5 ran out" if budget else "unfinished") in printed
