@@ -79,10 +79,11 @@ def _runs(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
     if path.exists() and not json.loads(path.read_text())["header"].get("skipped_layers"):
         return True
     runs, trace = cr.measure_runs(gpu, reps=reps, layers=layers, budget_s=budget_s)
-    _write(path, {"header": {**header(), **runs.pop("header_extra")}, **runs})
+    extra = runs.pop("header_extra")
+    _write(path, {"header": {**header(), **extra}, **runs})
     if trace is not None:
         _write(out / f"{gpu}_trace_resnet2.json", {"header": header(), **trace})
-    return not json.loads(path.read_text())["header"].get("skipped_layers")
+    return not extra.get("skipped_layers")
 
 
 def _trace_sample(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:

@@ -78,7 +78,7 @@ def calibrate_defaults(args) -> None:
         if clash:
             raise MegasimError(f"--spec-only writes the GPU's spec and fits nothing; drop {', '.join(clash)}")
         gpu = args.gpu.lower()
-        if not gpu.replace("_", "").replace("-", "").isalnum() or gpu.endswith(".toml"):
+        if not is_short_name(gpu):
             raise MegasimError(f"--spec-only names a GPU (a short name such as h100), not {args.gpu!r}")
         args.raw = args.raw or str(COMMITTED_RAW if args.from_raw else OUT / "raw")
         args.out = args.out or str(OUT / "gpus" / f"{gpu}.toml")
@@ -112,6 +112,11 @@ def calibrate_defaults(args) -> None:
                                f"it: megasim calibrate --gpu {gpu} (on that GPU)")
 
 
+def is_short_name(name: str) -> bool:
+    """Whether `name` can name a GPU's files (<gpu>_micro.json, gpus/<gpu>.toml): letters, digits, - and _."""
+    return name.replace("_", "").replace("-", "").isalnum()
+
+
 def _resolve_spec(args) -> None:
     """`args.spec`, the spec the fit runs over, and `args.gpu_name`: a GPU of scenarios/gpus or a spec file is
     read as it is; any other name is a GPU megasim has no spec of, whose spec `calibrate` writes from the device
@@ -120,7 +125,7 @@ def _resolve_spec(args) -> None:
     name = args.gpu.lower()
     args.generated = not is_spec_file(args.gpu) and name not in gpu_names()
     if args.generated:
-        if not name.replace("_", "").replace("-", "").isalnum():
+        if not is_short_name(name):
             raise MegasimError(f"--gpu names a GPU (a short name such as rtx4090) or a spec file, not {args.gpu!r}")
         args.gpu_name, args.spec = name, None
     else:
@@ -131,7 +136,8 @@ def fitted_note(gpu: str, out, raw, measured: bool, spec: str | None = None) -> 
     """What `calibrate` prints when it is done: where it wrote, and how to use and validate the profile."""
     committed = Path(raw).resolve() == COMMITTED_RAW.resolve()
     runs = "" if committed else f" --measurements {Path(raw) / f'{gpu}_runs.json'}"
-    own = spec is not None and spec.endswith(".toml")
+    from megasim.app.catalog import is_spec_file
+    own = spec is not None and is_spec_file(spec)
     return "\n".join([
         *([f"wrote the raw measurements to {raw}"] if measured else []),
         f"wrote {out}",
