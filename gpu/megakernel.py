@@ -109,6 +109,7 @@ class FusedConv:
         self.trace = cp.zeros((graph.num_tasks, 4), dtype=cp.uint64) if trace else cp.zeros(4, dtype=cp.uint64)
         self.ws = workspace or Workspace(graph)
         self._cp = cp
+        self._steps = None
 
     def _ready_queue_words(self, init: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Control words with the FIFO (the first grid-size roots, then -1) and the pending counts after
@@ -135,16 +136,20 @@ class FusedConv:
                                f"once; blocks that cannot be resident could wait forever on each other")
         return min(tasks, blocks or capacity)
 
+    def steps(self) -> list:
+        """The launch sequence (`gpu.launch`): reset the control words, then the megakernel."""
+        from megasim.gpu.launch import Copy, Kernel, W, X, Y
+        ws = self.ws
+        return [Copy(self.ctl.data.ptr, self.ctl_init.data.ptr, self.ctl.nbytes),
+                Kernel(self.kernel, self.grid, self.graph.partition.threads,
+                       (X, W, ws.U, ws.V, ws.M, Y, self.task_map, self.ctl, self.trace, self.rq), "ms_megakernel")]
+
     def launch(self, x, w, y, stream=None) -> None:
         """Reset the control words and launch once (asynchronous)."""
-        cp = self._cp
-        stream = stream or cp.cuda.get_current_stream()
-        cp.cuda.runtime.memcpyAsync(self.ctl.data.ptr, self.ctl_init.data.ptr, self.ctl.nbytes,
-                                    cp.cuda.runtime.memcpyDeviceToDevice, stream.ptr)
-        threads = self.graph.partition.threads
-        self.kernel((self.grid,), (threads,),
-                    (x, w, self.ws.U, self.ws.V, self.ws.M, y, self.task_map, self.ctl, self.trace, self.rq),
-                    stream=stream)
+        from megasim.gpu.launch import run_cupy
+        if self._steps is None:
+            self._steps = self.steps()
+        run_cupy(self._steps, x, w, y, stream or self._cp.cuda.get_current_stream())
 
     def check(self) -> None:
         """Raise if any block timed out waiting (a deadlocked or illegal mapping)."""

@@ -29,18 +29,24 @@ class NonFusedConv:
         self.module.check(graph)
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}
+        self._steps: dict[int, list] = {}
+
+    def steps(self, stages: int = len(Op)) -> list:
+        """The launch sequence (`gpu.launch`): the first `stages` kernels in stage order."""
+        from megasim.gpu.launch import Kernel, W, X, Y
+        g, ws, fn = self.graph.geometry, self.ws, self.module.function
+        calls = (("ms_filter_kernel", g.n_f, (W, ws.U)), ("ms_input_kernel", g.n_g * g.s_i, (X, ws.V)),
+                 ("ms_gemm_kernel", g.n_g * g.s_g, (ws.U, ws.V, ws.M)),
+                 ("ms_output_kernel", g.n_g * g.s_o, (ws.M, Y)))
+        return [Kernel(fn(name), blocks, self.graph.partition.threads, args, name)
+                for name, blocks, args in calls[:stages]]
 
     def launch(self, x, w, y, stream=None, stages: int = len(Op)) -> None:
         """The first `stages` kernels in stage order (all four unless a prefix is asked for)."""
-        cp, g, ws = self._cp, self.graph.geometry, self.ws
-        stream = stream or cp.cuda.get_current_stream()
-        nt = (self.graph.partition.threads,)
-        fn = self.module.function
-        calls = (("ms_filter_kernel", g.n_f, (w, ws.U)), ("ms_input_kernel", g.n_g * g.s_i, (x, ws.V)),
-                 ("ms_gemm_kernel", g.n_g * g.s_g, (ws.U, ws.V, ws.M)),
-                 ("ms_output_kernel", g.n_g * g.s_o, (ws.M, y)))
-        for name, blocks, args in calls[:stages]:
-            fn(name)((blocks,), nt, args, stream=stream)
+        from megasim.gpu.launch import run_cupy
+        if stages not in self._steps:
+            self._steps[stages] = self.steps(stages)
+        run_cupy(self._steps[stages], x, w, y, stream or self._cp.cuda.get_current_stream())
 
     def capture(self, x, w, y, stages: int = len(Op)):
         """A CUDA graph of the first `stages` launches on these buffers (cached per buffer set and prefix)."""

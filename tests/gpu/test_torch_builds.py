@@ -1,6 +1,8 @@
 """megasim.torch runs whole builds: a mapping file naming a non-fused or a warp-body build runs that build
 (against torch fp32, TF32 off), and a layer whose schedule chose torch's convolution runs torch's, in eager
 mode and inside a compiled graph."""
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -82,3 +84,57 @@ def test_auto_measures_torch_once_and_reports_the_choice(tmp_path):
     assert run["torch_us"] > 0 and run["predicted_us"] > 0 and run["backend"] in ("megasim", "torch")
     assert (run["backend"] == "torch") == (run["torch_us"] < run["predicted_us"])
     assert run["why"] and "per input shape, what runs and why" in str(report)
+
+
+@pytest.mark.parametrize("build", [Build("fused", 4, "static", "warp"), Build("nonfused", 2, "static", "generic")],
+                         ids=lambda b: b.label)
+def test_the_eager_path_gives_the_operators_bits_in_either_layout_without_a_warning(tmp_path, build):
+    """Eager calls with no gradient skip the dispatcher (`ops.run` through the plan's driver-bound launch);
+    calls that record a gradient go through the custom op. Both run the same build, so the bits agree, the
+    output keeps the input's memory format, and once a shape is planned the hot path warns about nothing."""
+    conv, x = conv_with(mtorch.Schedules(mapping_dir=mapping_dir(tmp_path, build), backend="megasim"))
+    conv.bias = torch.nn.Parameter(torch.randn(K, device="cuda"))
+    x_cl = x.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        conv(x), conv(x_cl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with torch.no_grad():
+            eager, eager_cl = conv(x), conv(x_cl)
+    through_op = conv(x.clone().requires_grad_())
+    assert torch.equal(eager, through_op.detach()) and torch.equal(eager_cl, through_op.detach())
+    assert eager.is_contiguous() and eager_cl.is_contiguous(memory_format=torch.channels_last)
+    assert rel(eager, F.conv2d(x, conv.weight, conv.bias, padding=1)) < LAYER_TOLERANCE
+
+
+def test_release_retires_the_plans_eager_calls_hold(tmp_path):
+    conv, x = conv_with(mtorch.Schedules(mapping_dir=mapping_dir(tmp_path, Build("fused", 4, "static", "warp")),
+                                         backend="megasim"))
+    with torch.no_grad():
+        before = conv(x)
+        old = conv.shape_plans[tuple(x.shape)]
+        mtorch.release()
+        after = conv(x)
+    assert old.released and old.conv is None
+    assert conv.shape_plans[tuple(x.shape)] is not old and torch.equal(before, after)
+
+
+def test_eager_calls_run_the_side_that_won_the_eager_race(tmp_path):
+    """In "auto", eager calls are raced once per plan and layout (`eager.race`); the report carries the verdict
+    and the layer runs the side it names."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(C, K, 3, padding=1, bias=False)).cuda()
+    report = mtorch.convert(model, mtorch.Schedules(cache_dir=str(tmp_path)))
+    x = torch.randn(N, C, H, W, device="cuda")
+    with torch.no_grad():
+        y = model(x)
+    (run,) = report.runs()
+    plan = model[0].shape_plans[tuple(x.shape)]
+    if plan.runs_torch:
+        assert run["eager"] == {}
+        return
+    verdict = run["eager"]["nchw"]
+    assert verdict["megasim_us"] > 0 and verdict["torch_us"] > 0 and "eager nchw" in run["runs"]
+    assert (verdict["runs"] == "torch") == (verdict["torch_us"] < verdict["megasim_us"])
+    ran = next(iter(model[0]._eager.values()))
+    assert (ran is None) == (verdict["runs"] == "torch")
+    assert rel(y, F.conv2d(x, model[0].weight, padding=1)) < LAYER_TOLERANCE

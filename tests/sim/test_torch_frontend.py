@@ -7,6 +7,8 @@ with, the autograd Function's backward, the filter copy's refresh. Skipped witho
 """
 import warnings
 
+from types import SimpleNamespace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -50,7 +52,7 @@ def cpu_kernel(monkeypatch):
 
     lib.impl("winograd_conv3x3", stand_in, "CPU")
     monkeypatch.setattr(conv_module, "runtime_reason", lambda *a: None)
-    monkeypatch.setattr(plans, "plan_for", lambda *a, **k: None)
+    monkeypatch.setattr(plans, "plan_for", lambda *a, **k: SimpleNamespace(runs_torch=False, released=False, eager={}))
     yield
     lib._destroy()
 

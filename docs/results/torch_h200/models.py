@@ -158,17 +158,19 @@ class UNet(nn.Module):
 
 
 class Each(nn.Module):
-    """Every network on every input, in one forward: what `megasim.torch.prepare` runs once to find
-    all the convolution shapes it must schedule and compile."""
+    """Every network on every input of its image side, in one forward: what `megasim.torch.prepare` runs once
+    to find all the convolution shapes it must schedule and compile. `sides[i]` is network i's image side
+    (None: every input)."""
 
-    def __init__(self, *networks):
+    def __init__(self, *networks, sides=None):
         super().__init__()
         self.networks = nn.ModuleList(networks)
+        self.sides = list(sides) if sides is not None else [None] * len(networks)
 
     def forward(self, *inputs):
-        return [net(x) for net in self.networks for x in inputs]
+        return [net(x) for net, side in zip(self.networks, self.sides) for x in inputs
+                if side is None or x.shape[-1] == side]
 
 
-NETWORKS = {"resnet18": ResNet18, "vgg16": VGG}
-# not yet in the device benchmark's 10-minute run; `eligible_share.py` reads them on a CPU
-MORE_NETWORKS = {"resnet34": ResNet34, "resnet50": ResNet50, "unet": UNet}
+NETWORKS = {"resnet18": ResNet18, "vgg16": VGG}  # the GPU tests' two
+MORE_NETWORKS = {"resnet34": ResNet34, "resnet50": ResNet50, "unet": UNet}  # the benchmark's other three

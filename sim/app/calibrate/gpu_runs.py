@@ -138,36 +138,13 @@ def task_bytes(graph, op: Op) -> tuple[float, float, float]:
 
 # ---- device side ------------------------------------------------------------------
 
-class _Recorder:
-    """Stands in for a CompiledModule while NonFusedConv.launch runs: collects the four launches unrun."""
-
-    def __init__(self, module):
-        self._module = module
-        self.calls = []
-
-    def function(self, name):
-        fn = self._module.function(name)
-
-        def record(grid, block, args, **kw):
-            self.calls.append((name, fn, grid, block, args, kw))
-        return record
-
-    def __getattr__(self, attr):
-        return getattr(self._module, attr)
-
-
 def stage_launches(nf, x, w, y) -> list[tuple]:
-    """The non-fused path's launches in stage order, as (name, kernel, grid, block, args, kwargs)."""
-    real = nf.module
-    nf.module = _Recorder(real)
-    try:
-        nf.launch(x, w, y)
-        calls = nf.module.calls
-    finally:
-        nf.module = real
-    if len(calls) != len(Op):
-        raise RuntimeError(f"expected {len(Op)} non-fused launches in stage order, recorded {len(calls)}")
-    return calls
+    """The non-fused path's launches in stage order (`NonFusedConv.steps`), as (name, kernel, grid, block, args,
+    kwargs), unrun."""
+    from megasim.gpu.launch import W, X, Y
+    bound = {X: x, W: w, Y: y}
+    return [(k.name, k.function, (k.grid,), (k.block,), tuple(bound.get(a, a) if isinstance(a, str) else a
+                                                              for a in k.args), {}) for k in nf.steps()]
 
 
 def _replay(call, stream=None, extra_smem: int = 0):

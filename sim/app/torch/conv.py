@@ -22,9 +22,9 @@ import warnings
 import torch
 from torch import nn
 
-from megasim.app.torch import plans
+from megasim.app.torch import eager, plans
 from megasim.app.torch.eligibility import runtime_reason, static_reason
-from megasim.app.torch.ops import WinogradConv3x3, krsc
+from megasim.app.torch.ops import WinogradConv3x3, krsc, run_on_device
 from megasim.app.torch.schedules import Schedules
 from megasim.contract.errors import MegasimError
 
@@ -64,6 +64,7 @@ class Conv2d(nn.Conv2d):
         self._warned = False
         self._krsc, self._krsc_key = None, None
         self.shape_plans: dict = {}  # input shape -> its plan (what runs, and why: plan.schedule)
+        self._eager: dict = {}  # (shape, dtype, device, NCHW?) -> the plan an eager call runs, None for torch's
         if self._static_reason:
             self._warn(self._static_reason)
 
@@ -109,6 +110,42 @@ class Conv2d(nn.Conv2d):
         return not plan.runs_torch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        records = torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)
+        if records or torch.compiler.is_compiling():
+            return self._forward_op(x)
+        at = (x.shape, x.dtype, x.get_device(), x.is_contiguous())
+        plan = self._eager.get(at, False)
+        if plan is False or (plan is not None and plan.released):
+            plan = self._eager_plan(x, at)
+        if plan is None:
+            return super().forward(x)
+        return self._run_build(plan, x)
+
+    def _run_build(self, plan, x: torch.Tensor) -> torch.Tensor:
+        y = run_on_device(plan, x, self._filters())
+        return y if self.bias is None else y.add_(self.bias.view(1, -1, 1, 1))
+
+    def _eager_plan(self, x: torch.Tensor, at: tuple):
+        """The plan eager calls like `x` run, or None where they run torch's convolution; remembered for
+        the next call (until `release` retires the plan). Where the schedule leaves the choice to
+        measurement (backend "auto"), the build and torch's convolution are raced as eager calls once per
+        plan and layout (`eager.race`), except during a CUDA graph capture, which cannot wait."""
+        why = self.megakernel_reason(x)
+        if why is not None:
+            self._warn(why)
+            plan = None
+        elif not self._ensure_plan(x):
+            plan = None
+        else:
+            plan = self.shape_plans[tuple(x.shape)]
+            if self.schedules.backend == "auto" and not _capturing(x):
+                verdict = eager.race(plan, x, lambda: self._run_build(plan, x), lambda: super(Conv2d, self).forward(x))
+                plan = None if verdict.runs_torch else plan
+        self._eager[at] = plan
+        return plan
+
+    def _forward_op(self, x: torch.Tensor) -> torch.Tensor:
+        """Through the custom op and autograd: what `torch.compile` traces and training records."""
         why = self.megakernel_reason(x)
         if why is None and self._ensure_plan(x):
             y = WinogradConv3x3.apply(x, self.weight, self._filters(), self._schedules_key)

@@ -45,9 +45,14 @@ class ConvertReport:
         for name, module in self.model.named_modules():
             for shape, plan in getattr(module, "shape_plans", {}).items() if isinstance(module, Conv2d) else ():
                 s = plan.schedule
-                out.append({"name": name or "(model)", "shape": list(shape), "runs": s.describe(),
+                verdicts = {v.layout: v for v in plan.eager.values()}
+                eager = "; ".join(v.describe() for v in verdicts.values())
+                out.append({"name": name or "(model)", "shape": list(shape),
+                            "runs": s.describe() + (f"; {eager}" if eager else ""),
                             "backend": s.backend, "build": s.build.label, "predicted_us": s.predicted_us,
-                            "torch_us": s.torch_us, "why": s.reason})
+                            "torch_us": s.torch_us, "why": s.reason,
+                            "eager": {k: {"runs": "torch" if v.runs_torch else "megasim", "megasim_us": v.megasim_us,
+                                          "torch_us": v.torch_us} for k, v in verdicts.items()}})
         return out
 
     def to_dict(self) -> dict:

@@ -1,18 +1,20 @@
-"""The megakernel as a PyTorch operator: `torch.ops.megasim.winograd_conv3x3`, and its autograd.
+"""The megakernel as a PyTorch operator: `torch.ops.megasim.winograd_conv3x3`, its eager path, and its autograd.
 
-The forward is a `torch.library.custom_op` with a fake (meta) implementation,
-running the shape's build (fused or non-fused, `plans`),
-so `torch.compile` traces through it as one opaque node and CUDA graph
-capture records its two device operations (the control-word reset copy and
-the kernel launch) on the current stream. It takes the input in either
-memory format and the filters as [K][3][3][C]; it returns the output in the
-input's format (channels_last in, channels_last out). Our kernels read and
-write NHWC, so a channels_last tensor goes in and out as it is, and an NCHW
-one costs a transpose each way, which the benchmark reports.
+`run(plan, x, w_krsc)` is what every call comes to: the output allocated in
+the input's memory format, three device pointers and torch's current raw
+stream handed to the plan's driver-bound launch (`plans`). Eager calls with
+no gradient to record reach it straight from `Conv2d.forward`, with no
+dispatcher in between; that is the host path a batch-1 network waits on.
 
-`WinogradConv3x3` is the `torch.autograd.Function` around it: the backward is
-torch's own convolution backward (`aten.convolution_backward`), on the
-original NCHW-shaped filters.
+The same work is a `torch.library.custom_op` with a fake (meta)
+implementation, so `torch.compile` traces through it as one opaque node and
+CUDA graph capture records its device operations on the current stream.
+Our kernels read and write NHWC, so a channels_last tensor goes in and out
+as it is, and an NCHW one costs a transpose each way.
+
+`WinogradConv3x3` is the `torch.autograd.Function` around the operator: the
+backward is torch's own convolution backward (`aten.convolution_backward`),
+on the original NCHW-shaped filters.
 """
 
 import torch
@@ -33,28 +35,55 @@ def _out(x: torch.Tensor, nhwc: torch.Tensor) -> torch.Tensor:
     return y if is_channels_last(x) else y.contiguous()
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(device: int) -> int:
+    """torch's current stream on `device`, as the raw handle (no Stream object made)."""
+    if _raw_stream is not None:
+        return _raw_stream(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def run(plan, x: torch.Tensor, w_krsc: torch.Tensor) -> torch.Tensor:
+    """conv2d(x, w), 3x3, stride 1, padding 1, on `plan` (a megasim build, not torch's convolution), on x's
+    device, which is the current one; the output is in x's memory format."""
+    n, _, h, w = x.shape
+    k = w_krsc.shape[0]
+    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        y = torch.empty((n, k, h, w), device=x.device, memory_format=torch.channels_last)
+        x_nhwc, y_nhwc = x, y
+    else:
+        x_nhwc = x.permute(0, 2, 3, 1).contiguous()
+        y_nhwc = torch.empty((n, h, w, k), device=x.device)
+        y = None
+    capturing = not plan.checked and torch.cuda.is_current_stream_capturing()
+    plan.launch(x_nhwc.data_ptr(), w_krsc.data_ptr(), y_nhwc.data_ptr(), current_stream(plan.device), capturing)
+    return y if y is not None else y_nhwc.permute(0, 3, 1, 2).contiguous()
+
+
+_get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+
+
+def run_on_device(plan, x: torch.Tensor, w_krsc: torch.Tensor) -> torch.Tensor:
+    """`run`, made current on the plan's device (x's) first when it is not."""
+    if plan.device == _get_device():
+        return run(plan, x, w_krsc)
+    with torch.cuda.device(plan.device):
+        return run(plan, x, w_krsc)
+
+
 @torch.library.custom_op("megasim::winograd_conv3x3", mutates_args=(), device_types="cuda")
 def winograd_conv3x3(x: torch.Tensor, w_krsc: torch.Tensor, schedules: str) -> torch.Tensor:
     """conv2d(x, w), 3x3, stride 1, padding 1, through the shape's schedule: its build, or torch's
     convolution where the schedule chose it (a compiled graph reaches here for either)."""
     n, c, h, w = x.shape
-    k = w_krsc.shape[0]
-    device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    capturing = torch.cuda.is_current_stream_capturing()
-    plan = plans.plan_for(schedules, (n, c, h, w, k), device, capturing)
+    plan = plans.plan_for(schedules, (n, c, h, w, w_krsc.shape[0]), x.device.index,
+                          torch.cuda.is_current_stream_capturing())
     if plan.runs_torch:
         y = torch.nn.functional.conv2d(x, w_krsc.permute(0, 3, 1, 2), padding=1)
         return y.contiguous(memory_format=torch.channels_last) if is_channels_last(x) else y.contiguous()
-    x_nhwc = x.permute(0, 2, 3, 1)
-    if not x_nhwc.is_contiguous():
-        x_nhwc = x_nhwc.contiguous()
-    w_krsc = w_krsc.contiguous()
-    y_nhwc = torch.empty((n, h, w, k), device=x.device, dtype=torch.float32)
-    plan.launch(plans.wrap(x_nhwc.data_ptr(), x_nhwc.shape, x_nhwc, device),
-                plans.wrap(w_krsc.data_ptr(), w_krsc.shape, w_krsc, device),
-                plans.wrap(y_nhwc.data_ptr(), y_nhwc.shape, y_nhwc, device),
-                torch.cuda.current_stream(x.device).cuda_stream, capturing)
-    return _out(x, y_nhwc)
+    return run_on_device(plan, x, w_krsc.contiguous())
 
 
 @winograd_conv3x3.register_fake
@@ -89,4 +118,4 @@ class WinogradConv3x3(torch.autograd.Function):
         return gx, gw, None, None
 
 
-__all__ = ["winograd_conv3x3", "WinogradConv3x3", "krsc", "is_channels_last"]
+__all__ = ["winograd_conv3x3", "WinogradConv3x3", "krsc", "is_channels_last", "run", "run_on_device", "current_stream"]

@@ -9,14 +9,17 @@ two streams running layers of the same shape at once would share a
 workspace, which the plans do not guard against. The first launch of a plan
 is checked: a block that timed out waiting (a mapping that deadlocks) is an
 error, not a silently wrong output. Later launches are asynchronous, so CUDA
-graph capture can record them. No torch here: tensors arrive as device
-pointers (`wrap`).
+graph capture can record them. A plan's launches are bound once to the
+driver (`gpu.launch.DriverLaunch`), so a call costs a few microseconds of
+host time. No torch here: tensors arrive as device pointers and the stream
+as its raw handle.
 """
 from __future__ import annotations
 
 from megasim.app.torch.schedules import Schedule, Schedules
 from megasim.contract.errors import MegasimError
 from megasim.gpu.backend import require_cupy
+from megasim.gpu.launch import DriverLaunch
 
 _SCHEDULES: dict[str, Schedules] = {}
 _PLANS: dict[tuple, LayerPlan] = {}
@@ -24,9 +27,10 @@ _PLANS: dict[tuple, LayerPlan] = {}
 
 class LayerPlan:
     def __init__(self, schedule: Schedule, device: int):
-        self.schedule, self.device, self.checked = schedule, device, False
+        self.schedule, self.device, self.checked, self.released = schedule, device, False, False
+        self.eager: dict = {}  # input layout -> `eager.Verdict`: which side an eager call runs
         self.runs_torch = schedule.backend == "torch"
-        self.conv = None
+        self.conv = self.bound = None
         if self.runs_torch:
             return
         cp = require_cupy()
@@ -39,17 +43,18 @@ class LayerPlan:
                 from megasim.gpu.nonfused import NonFusedConv
                 self.conv = NonFusedConv(graph, gemm=schedule.gemm)
                 self.checked = True  # four kernels in order on one stream: nothing waits, nothing to check
+            self.bound = DriverLaunch(self.conv.steps())
 
-    def launch(self, x, w, y, stream_ptr: int, capturing: bool = False) -> None:
-        """y = conv(x, w) on the stream: x, y NHWC and w [K][3][3][C], CuPy arrays on the plan's device."""
-        cp = require_cupy()
-        with cp.cuda.Device(self.device):
-            stream = cp.cuda.ExternalStream(stream_ptr)
-            self.conv.launch(x, w, y, stream)
-            if not self.checked and not capturing:
-                stream.synchronize()
-                self.conv.check()
-                self.checked = True
+    def launch(self, x: int, w: int, y: int, stream: int, capturing: bool = False) -> None:
+        """y = conv(x, w) on the stream (a raw handle): device pointers, x and y NHWC, w [K][3][3][C], on the
+        plan's device, which must be the current one. The first launch outside a capture is waited for and
+        checked."""
+        self.bound.launch(x, w, y, stream)
+        if not self.checked and not capturing:
+            cp = require_cupy()
+            cp.cuda.runtime.streamSynchronize(stream)
+            self.conv.check()
+            self.checked = True
 
 
 def register(schedules: Schedules) -> str:
@@ -109,19 +114,11 @@ def built() -> list[LayerPlan]:
 
 def release() -> None:
     """Drop every plan and free its device memory (CuPy's pool); the next call of a shape rebuilds it."""
+    for plan in _PLANS.values():
+        plan.released, plan.conv, plan.bound = True, None, None
     _PLANS.clear()
     cp = require_cupy()
     cp.get_default_memory_pool().free_all_blocks()
 
 
-def wrap(ptr: int, shape: tuple, owner, device: int):
-    """A float32 CuPy array over `ptr` (C-contiguous `shape`), keeping `owner` alive: no copy."""
-    cp = require_cupy()
-    size = 4
-    for dim in shape:
-        size *= int(dim)
-    memory = cp.cuda.UnownedMemory(ptr, size, owner, device)
-    return cp.ndarray(tuple(shape), dtype=cp.float32, memptr=cp.cuda.MemoryPointer(memory, 0))
-
-
-__all__ = ["LayerPlan", "register", "plan_for", "device_gpu", "built", "release", "wrap"]
+__all__ = ["LayerPlan", "register", "plan_for", "device_gpu", "built", "release"]

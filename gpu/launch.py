@@ -1,0 +1,130 @@
+"""A build's launch sequence, written once and issued two ways.
+
+`Copy` and `Kernel` steps describe what one convolution does on a stream:
+the fused build resets its control words and launches the megakernel; the
+non-fused build launches its four kernels. Arguments are device pointers;
+the three that change per call are the placeholders `X`, `W` and `Y`.
+
+`run_cupy` issues the steps through CuPy, as `bench` and the tests always
+have. `DriverLaunch` binds them once to the CUDA driver's `cuLaunchKernel`
+and `cuMemcpyDtoDAsync` through ctypes, with each kernel's parameter array
+built up front, so a call only writes three pointers and makes one foreign
+call per step. That is what a host-bound caller needs: CuPy's launch path
+costs about 8 us a kernel from Python, the driver call about 1-2 us, and at batch 1 every
+layer of a network waits on the host.
+"""
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+from megasim.contract.errors import MegasimError
+
+X, W, Y = "x", "w", "y"
+SLOTS = (X, W, Y)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Device-to-device copy of `nbytes` from `src` to `dst` (pointers)."""
+
+    dst: int
+    src: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One launch: `function` a CuPy RawKernel (`name` in its module), its 1-D grid and block, and its
+    arguments (CuPy arrays, pointers, or a slot name of `SLOTS`)."""
+
+    function: object
+    grid: int
+    block: int
+    args: tuple
+    name: str = ""
+
+
+def run_cupy(steps, x, w, y, stream) -> None:
+    """Issue `steps` through CuPy on `stream`, with CuPy arrays for the slots."""
+    import cupy as cp
+    bound = {X: x, W: w, Y: y}
+    for step in steps:
+        if isinstance(step, Copy):
+            cp.cuda.runtime.memcpyAsync(step.dst, step.src, step.nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
+                                        stream.ptr)
+        else:
+            args = tuple(bound.get(a, a) if isinstance(a, str) else _pointer_arg(a) for a in step.args)
+            step.function((step.grid,), (step.block,), args, stream=stream)
+
+
+def _pointer_arg(a):
+    import numpy as np
+    return np.uint64(a) if isinstance(a, int) else a
+
+
+def _driver_launch():
+    """The driver's cuLaunchKernel as a Python callable taking plain ints: CuPy's Cython binding where this
+    CuPy has one (about 1 us a call), else libcuda through ctypes (a few us: argument conversion)."""
+    import cupy as cp
+    launch = getattr(cp.cuda.driver, "launchKernel", None)
+    if launch is not None:
+        return launch
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise MegasimError(f"cannot load the CUDA driver (libcuda.so.1): {exc}") from None
+    launch = lib.cuLaunchKernel
+    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    launch.restype = ctypes.c_int
+
+    def checked(*args):
+        rc = launch(*args)
+        if rc:
+            raise MegasimError(f"CUDA driver error {rc} launching a convolution kernel")
+    return checked
+
+
+class DriverLaunch:
+    """`steps` bound to the driver: `launch(x_ptr, w_ptr, y_ptr, stream_ptr)` issues them all
+    (a call is the function, the arguments before the stream, the stream, the arguments after it).
+
+    Each kernel's parameter array is built once; the slots are three `c_uint64`s every array points at,
+    so a call sets them once. Driver errors raise (CuPy's CUDADriverError, or MegasimError).
+    """
+
+    def __init__(self, steps):
+        import cupy as cp
+        launch = _driver_launch()
+        copy, d2d = cp.cuda.runtime.memcpyAsync, cp.cuda.runtime.memcpyDeviceToDevice
+        self.slots = {name: ctypes.c_uint64(0) for name in SLOTS}
+        self._keep = []
+        self._calls = []
+        for step in steps:
+            if isinstance(step, Copy):
+                self._calls.append((copy, (step.dst, step.src, step.nbytes, d2d), ()))
+                continue
+            values = [self.slots[a] if isinstance(a, str) else ctypes.c_uint64(_ptr(a)) for a in step.args]
+            params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+            self._keep += [values, params]
+            self._calls.append((launch, (_function_ptr(step.function), step.grid, 1, 1, step.block, 1, 1, 0),
+                                (ctypes.addressof(params), 0)))
+
+    def launch(self, x: int, w: int, y: int, stream: int) -> None:
+        s = self.slots
+        s[X].value, s[W].value, s[Y].value = x, w, y
+        for call, before, after in self._calls:
+            call(*before, stream, *after)
+
+
+def _function_ptr(function) -> int:
+    """The driver's CUfunction of a CuPy RawKernel (which wraps it) or Function."""
+    return int(getattr(function, "kernel", function).ptr)
+
+
+def _ptr(a) -> int:
+    """A device pointer from an int or a CuPy array."""
+    return a if isinstance(a, int) else a.data.ptr
+
+
+__all__ = ["Copy", "Kernel", "X", "W", "Y", "run_cupy", "DriverLaunch"]
