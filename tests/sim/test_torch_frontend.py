@@ -5,6 +5,7 @@ The megakernel itself needs a GPU (tests/gpu/test_torch.py). Here the op gets a 
 so everything around the kernel runs: the layout handling, the fake implementation torch.compile traces
 with, the autograd Function's backward, the filter copy's refresh. Skipped without torch.
 """
+import time
 import warnings
 
 from types import SimpleNamespace
@@ -178,3 +179,25 @@ def test_prepare_asks_for_every_eligible_shape_once(cpu_kernel, monkeypatch):
     assert asked == [(sorted([(2, 4, 9, 7, 8), (2, 8, 9, 7, 8), (1, 4, 5, 5, 8), (1, 8, 5, 5, 8)]), "h200")]
     assert info["failed"] == {} and set(info["seconds"]) == {"shapes", "schedules_and_compiles", "plans"}
     assert type(model).forward is Mixed.forward and "forward" not in vars(model.a)  # the recording is undone
+
+
+def test_the_eager_race_runs_once_per_plan_and_layout_and_the_faster_side_wins():
+    from megasim.app.torch import eager
+    plan = SimpleNamespace(eager={})
+    calls = {"ours": 0, "theirs": 0}
+
+    def ours():
+        calls["ours"] += 1
+        time.sleep(0.002)
+
+    def theirs():
+        calls["theirs"] += 1
+
+    x = torch.randn(1, 4, 5, 5)
+    verdict = eager.race(plan, x, ours, theirs, sync=lambda: None)
+    assert verdict.layout == "nchw" and verdict.runs_torch and verdict.megasim_us > verdict.torch_us > 0
+    assert "torch's convolution" in verdict.describe()
+    again = eager.race(plan, x, ours, theirs, sync=lambda: None)
+    assert again is verdict and calls["ours"] == eager.CALLS + eager.WARMUP
+    cl = eager.race(plan, x.contiguous(memory_format=torch.channels_last), theirs, ours, sync=lambda: None)
+    assert cl.layout == "channels_last" and not cl.runs_torch and set(plan.eager) == {"nchw", "channels_last"}

@@ -50,24 +50,25 @@ def layout_of(x: torch.Tensor) -> str:
         else "nchw"
 
 
-def wall_us(call, calls: int = CALLS) -> float:
+def wall_us(call, calls: int = CALLS, sync=None) -> float:
     """Wall time per call of `calls` back-to-back calls, synchronised once at the end, after a warm-up."""
+    sync = sync or torch.cuda.synchronize
     for _ in range(WARMUP):
         call()
-    torch.cuda.synchronize()
+    sync()
     start = time.perf_counter()
     for _ in range(calls):
         call()
-    torch.cuda.synchronize()
+    sync()
     return (time.perf_counter() - start) / calls * 1e6
 
 
-def race(plan, x: torch.Tensor, ours, theirs) -> Verdict:
+def race(plan, x: torch.Tensor, ours, theirs, sync=None) -> Verdict:
     """Time `ours()` and `theirs()` (each an eager call on `x`) and keep the verdict on `plan`."""
     layout = layout_of(x)
     verdict = plan.eager.get(layout)
     if verdict is None:
-        verdict = plan.eager[layout] = Verdict(layout, wall_us(ours), wall_us(theirs))
+        verdict = plan.eager[layout] = Verdict(layout, wall_us(ours, sync=sync), wall_us(theirs, sync=sync))
     return verdict
 
 
