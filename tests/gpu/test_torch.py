@@ -176,3 +176,17 @@ def test_float64_falls_back_with_one_warning():
         layer(x)
     assert len([w for w in caught if issubclass(w.category, mtorch.FallbackWarning)]) == 1
     assert torch.equal(y, F.conv2d(x, layer.weight, layer.bias, padding=1))
+
+
+def test_settle_keeps_the_faster_forward_and_the_output(nets):
+    """`settle` times the forward with the layers' eager choices and with torch's convolutions, keeps the faster,
+    and the network still matches torch."""
+    built, x, _ = nets
+    converted, reference, report = built["resnet18"]
+    result = mtorch.settle(converted, x, reps=5)
+    assert result["kept"] in ("megasim", "torch")
+    if result["layers"]:
+        assert (result["kept"] == "torch") == (result["torch_ms"] < result["megasim_ms"])
+        assert any(r["settled"] == result for r in report.runs())
+    with torch.no_grad():
+        assert rel(converted(x), reference(x)) < TOLERANCE

@@ -201,3 +201,25 @@ def test_the_eager_race_runs_once_per_plan_and_layout_and_the_faster_side_wins()
     assert again is verdict and calls["ours"] == eager.CALLS + eager.WARMUP
     cl = eager.race(plan, x.contiguous(memory_format=torch.channels_last), theirs, ours, sync=lambda: None)
     assert cl.layout == "channels_last" and not cl.runs_torch and set(plan.eager) == {"nchw", "channels_last"}
+
+
+def test_settle_keeps_torchs_convolutions_where_the_whole_forward_is_faster(monkeypatch):
+    """A layer whose build won its race alone is handed back to torch when the forward is faster that way."""
+    model = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.ReLU())
+    mtorch.convert(model)
+    layer, x = model[0], torch.randn(1, 4, 6, 6)
+    at = (x.shape, x.dtype, x.get_device(), x.is_contiguous())
+    plan = SimpleNamespace(released=False)
+    layer._eager[at] = plan
+
+    def slow_build(self, plan, x):
+        time.sleep(0.05)  # far above a CPU convolution of this size, even on a busy machine
+        return F.conv2d(x, self.weight, padding=1)
+
+    monkeypatch.setattr(conv_module.Conv2d, "_run_build", slow_build)
+    result = mtorch.settle(model, x, reps=3, sync=lambda: None)
+    assert result["kept"] == "torch" and result["layers"] == 1 and result["megasim_ms"] > result["torch_ms"]
+    assert layer._eager[at] is None and layer.settled == result
+    monkeypatch.setattr(conv_module.Conv2d, "_run_build", lambda self, plan, x: F.conv2d(x, self.weight, padding=1))
+    layer._eager[at] = plan
+    assert mtorch.settle(model, x, reps=3, sync=lambda: None)["layers"] == 1

@@ -1,7 +1,7 @@
 """Five networks converted by megasim.torch, against torch fp32 (TF32 off): end-to-end forward time.
 
     python docs/results/torch_h200/bench.py OUT [--networks resnet18,...] [--batches 1,16,64] [--reps 20]
-        [--workers N] [--prepare-only] [--compile] [--no-layers]
+        [--workers N] [--prepare-only] [--compile] [--no-layers] [--settle]
 
 ResNet-18, ResNet-34, ResNet-50 and VGG-16 on 224 x 224 images, the small UNet on 256 x 256 (`models.py`),
 random weights, eval mode, no_grad. Per network and batch:
@@ -21,7 +21,9 @@ With `--compile`, instead: `torch.compile` of torch's network (both layouts) and
 Timing: CUDA events around each call, 3 warm-up calls, the median of `reps`; the four end-to-end variants
 take turns call by call, each call waited for, so the host's slow spells fall on all of them. The first call
 of each layer races its build against torch's convolution as eager calls (`megasim.app.torch.eager`), and
-an eager call then runs the winner. Each shape's schedule is
+an eager call then runs the winner; with `--settle`, `megasim.torch.settle` then keeps those choices for the
+network and input only if the whole forward is faster with them than with torch's convolutions. Each shape's
+schedule is
 the default `Schedules()`: the disk cache, else a simulator search of 16 evaluations (every build of
 F(2x2) and F(4x4): fused in each mode or non-fused, each GEMM body), and torch's convolution where its
 one-time measured time beats the chosen build's prediction; `--prepare-only` makes every schedule and
@@ -167,14 +169,15 @@ def graph_ms(net, x, reps: int):
     return ms
 
 
-def bench_one(net: dict, x, reps: int, layers: bool = True) -> dict:
+def bench_one(net: dict, x, reps: int, layers: bool = True, settle: bool = False) -> dict:
     x_cl = x.contiguous(memory_format=torch.channels_last)
     inputs = {"torch": x, "torch-cl": x_cl, "megasim": x, "megasim-cl": x_cl}
+    settled = {key: mtorch.settle(net[key], inputs[key]) for key in ("megasim", "megasim-cl")} if settle else {}
     end_to_end = paired_ms({key: (lambda k=key: net[k](inputs[k])) for key in inputs}, reps)
     graphs = {key: graph_ms(net[key], inputs[key], reps) for key in ("torch-cl", "megasim-cl")}
     want = net["torch"](x)
     errors = {key: rel(net[key](inputs[key]), want) for key in ("megasim", "megasim-cl")}
-    return {"end_to_end_ms": end_to_end, "cuda_graph_ms": graphs, "rel_err": errors,
+    return {"end_to_end_ms": end_to_end, "cuda_graph_ms": graphs, "rel_err": errors, "settled": settled,
             "eligible": layer_times(eligible_calls(net["megasim"], x), reps) if layers else None}
 
 
@@ -186,10 +189,15 @@ def _ms(v) -> str:
     return f"{v:.2f}" if isinstance(v, float) else "failed"
 
 
+def _kept(row: dict) -> str:
+    settled = row.get("settled") or {}
+    return " / ".join(settled[k]["kept"] if k in settled else "-" for k in ("megasim", "megasim-cl"))
+
+
 def markdown(doc: dict) -> str:
     head = ["| network | batch | torch NCHW | torch CL | megasim NCHW | megasim CL | megasim / torch, best layout of "
             "each | CUDA graph: torch CL | megasim CL | megasim / torch | eligible layers: torch, best layout | "
-            "megasim CL | rel. error |", "|" + "---|" * 13]
+            "megasim CL | rel. error | settle kept, NCHW / CL |", "|" + "---|" * 14]
     for r in doc["results"]:
         e, s, g = r["end_to_end_ms"], r["eligible"], r["cuda_graph_ms"]
         ratio = min(e["megasim"], e["megasim-cl"]) / min(e["torch"], e["torch-cl"])
@@ -199,7 +207,7 @@ def markdown(doc: dict) -> str:
                   if s else "- | -")
         head.append(f"| {r['network']} | {r['batch']} | {e['torch']:.2f} | {e['torch-cl']:.2f} | {e['megasim']:.2f} | "
                     f"{e['megasim-cl']:.2f} | {ratio:.2f} | {_ms(g['torch-cl'])} | {_ms(g['megasim-cl'])} | "
-                    f"{graph_ratio} | {layers} | {r['rel_err']['megasim']:.1e} |")
+                    f"{graph_ratio} | {layers} | {r['rel_err']['megasim']:.1e} | {_kept(r)} |")
     return "\n".join(head) + "\n\nTimes in ms (median of CUDA-event-timed calls); CL = channels_last; CUDA graph = " \
         "the channels_last forward captured once and replayed (no Python launch cost); eligible layers = the " \
         "3x3 stride-1 convolutions, each called alone, summed.\n"
@@ -234,6 +242,7 @@ def main(argv=None) -> int:
     p.add_argument("--prepare-only", action="store_true")
     p.add_argument("--compile", action="store_true", help="time torch.compile of each network instead")
     p.add_argument("--no-layers", action="store_true", help="skip the eligible layers' own timings")
+    p.add_argument("--settle", action="store_true", help="settle each converted network on its input first")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -260,7 +269,7 @@ def main(argv=None) -> int:
                 if args.compile:
                     row = {"network": name, "batch": b, "compiled_ms": compiled_ms(net, x, args.reps)}
                 else:
-                    row = {"network": name, "batch": b, **bench_one(net, x, args.reps, not args.no_layers)}
+                    row = {"network": name, "batch": b, **bench_one(net, x, args.reps, not args.no_layers, args.settle)}
                 results.append(row)
                 print(f"[bench] {name} batch {b}: {json.dumps(row.get('compiled_ms') or row['end_to_end_ms'])}",
                       flush=True)

@@ -10,8 +10,9 @@
 (`conv`); `convert` swaps layers (`convert`); `Schedules` says where each
 shape's schedule comes from: mapping files, the disk cache, or a simulator
 search (`schedules`); `prepare` makes the schedules and compiles the kernels
-of a whole model in parallel (`prepare`). `release` frees the compiled
-plans' device memory.
+of a whole model in parallel (`prepare`); `settle` keeps the layers' eager choices
+only where the whole forward is faster than with torch's convolutions
+(`settle`). `release` frees the compiled plans' device memory.
 
 This package imports without torch, CuPy or a GPU: `Schedules` and the
 eligibility rules work anywhere. The names that need torch load on first
@@ -27,7 +28,7 @@ from megasim.app.torch.schedules import Schedule, Schedules, ScheduleWarning
 from megasim.contract.errors import MegasimError
 
 NEEDS_TORCH = {"Conv2d": "conv", "FallbackWarning": "conv", "convert": "convert", "ConvertReport": "convert",
-               "prepare": "prepare", "winograd_conv3x3": "ops", "WinogradConv3x3": "ops"}
+               "prepare": "prepare", "settle": "settle", "winograd_conv3x3": "ops", "WinogradConv3x3": "ops"}
 
 
 class TorchMissing(MegasimError, ImportError):

@@ -64,6 +64,7 @@ class Conv2d(nn.Conv2d):
         self._warned = False
         self._krsc, self._krsc_key = None, None
         self.shape_plans: dict = {}  # input shape -> its plan (what runs, and why: plan.schedule)
+        self.settled: dict | None = None  # what `settle` measured of the forward this layer is in
         self._eager: dict = {}  # (shape, dtype, device, NCHW?) -> the plan an eager call runs, None for torch's
         if self._static_reason:
             self._warn(self._static_reason)

@@ -50,7 +50,7 @@ class ConvertReport:
                 out.append({"name": name or "(model)", "shape": list(shape),
                             "runs": s.describe() + (f"; {eager}" if eager else ""),
                             "backend": s.backend, "build": s.build.label, "predicted_us": s.predicted_us,
-                            "torch_us": s.torch_us, "why": s.reason,
+                            "torch_us": s.torch_us, "why": s.reason, "settled": module.settled,
                             "eager": {k: {"runs": "torch" if v.runs_torch else "megasim", "megasim_us": v.megasim_us,
                                           "torch_us": v.torch_us} for k, v in verdicts.items()}})
         return out
