@@ -2,16 +2,18 @@
 
 `Copy` and `Kernel` steps describe what one convolution does on a stream:
 the fused build resets its control words and launches the megakernel; the
-non-fused build launches its four kernels. Arguments are device pointers;
+non-fused build launches its four kernels. Arguments are CuPy arrays or device pointers;
 the three that change per call are the placeholders `X`, `W` and `Y`.
 
 `run_cupy` issues the steps through CuPy, as `bench` and the tests always
-have. `DriverLaunch` binds them once to the CUDA driver's `cuLaunchKernel`
-and `cuMemcpyDtoDAsync` through ctypes, with each kernel's parameter array
-built up front, so a call only writes three pointers and makes one foreign
-call per step. That is what a host-bound caller needs: CuPy's launch path
-costs about 8 us a kernel from Python, the driver call about 1-2 us, and at batch 1 every
-layer of a network waits on the host.
+have. `DriverLaunch` binds them once to the CUDA driver (CuPy's bindings of
+`cuLaunchKernel` and the runtime's async copy), with each kernel's parameter
+array built up front, so a call only writes three pointers and makes one
+foreign call per step. That is what a host-bound caller needs: CuPy's
+launch path costs about 5 us a kernel from Python on an H200 host, the bound
+call about 4 (docs/results/torch_h200/host_time.md, 2026-11-29), the rest of
+CuPy's per-call work (wrapping arrays and streams) is gone, and at batch 1
+every layer of a network waits on the host.
 """
 from __future__ import annotations
 
