@@ -46,23 +46,22 @@ class Kernel:
     args: tuple
     name: str = ""
 
+    def cupy_args(self, x, w, y) -> tuple:
+        """The arguments as a CuPy launch takes them: the slots filled with `x`, `w`, `y`, pointers as uint64."""
+        import numpy as np
+        bound = {X: x, W: w, Y: y}
+        return tuple(bound[a] if isinstance(a, str) else np.uint64(a) if isinstance(a, int) else a for a in self.args)
+
 
 def run_cupy(steps, x, w, y, stream) -> None:
     """Issue `steps` through CuPy on `stream`, with CuPy arrays for the slots."""
     import cupy as cp
-    bound = {X: x, W: w, Y: y}
     for step in steps:
         if isinstance(step, Copy):
             cp.cuda.runtime.memcpyAsync(step.dst, step.src, step.nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
                                         stream.ptr)
         else:
-            args = tuple(bound.get(a, a) if isinstance(a, str) else _pointer_arg(a) for a in step.args)
-            step.function((step.grid,), (step.block,), args, stream=stream)
-
-
-def _pointer_arg(a):
-    import numpy as np
-    return np.uint64(a) if isinstance(a, int) else a
+            step.function((step.grid,), (step.block,), step.cupy_args(x, w, y), stream=stream)
 
 
 def _driver_launch():

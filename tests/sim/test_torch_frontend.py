@@ -208,7 +208,7 @@ def test_settle_keeps_torchs_convolutions_where_the_whole_forward_is_faster(monk
     model = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.ReLU())
     mtorch.convert(model)
     layer, x = model[0], torch.randn(1, 4, 6, 6)
-    at = (x.shape, x.dtype, x.get_device(), x.is_contiguous())
+    at = conv_module.eager_key(x)
     plan = SimpleNamespace(released=False)
     layer._eager[at] = plan
 

@@ -141,10 +141,7 @@ def task_bytes(graph, op: Op) -> tuple[float, float, float]:
 def stage_launches(nf, x, w, y) -> list[tuple]:
     """The non-fused path's launches in stage order (`NonFusedConv.steps`), as (name, kernel, grid, block, args,
     kwargs), unrun."""
-    from megasim.gpu.launch import W, X, Y
-    bound = {X: x, W: w, Y: y}
-    return [(k.name, k.function, (k.grid,), (k.block,), tuple(bound.get(a, a) if isinstance(a, str) else a
-                                                              for a in k.args), {}) for k in nf.steps()]
+    return [(k.name, k.function, (k.grid,), (k.block,), k.cupy_args(x, w, y), {}) for k in nf.steps()]
 
 
 def _replay(call, stream=None, extra_smem: int = 0):

@@ -52,6 +52,11 @@ def _capturing(t: torch.Tensor) -> bool:
     return t.is_cuda and torch.cuda.is_current_stream_capturing()
 
 
+def eager_key(x: torch.Tensor) -> tuple:
+    """What an eager call's choice depends on: shape, dtype, device, and whether x is plain NCHW."""
+    return x.shape, x.dtype, x.get_device(), x.is_contiguous()
+
+
 class Conv2d(nn.Conv2d):
     def __init__(self, *args, schedules: Schedules | None = None, name: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -114,7 +119,7 @@ class Conv2d(nn.Conv2d):
         records = torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)
         if records or torch.compiler.is_compiling():
             return self._forward_op(x)
-        at = (x.shape, x.dtype, x.get_device(), x.is_contiguous())
+        at = eager_key(x)
         plan = self._eager.get(at, False)
         if plan is False or (plan is not None and plan.released):
             plan = self._eager_plan(x, at)

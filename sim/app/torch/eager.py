@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
+from megasim.app.torch.ops import is_channels_last
+
 CALLS = 20
 WARMUP = 3
 
@@ -46,8 +48,7 @@ class Verdict:
 
 
 def layout_of(x: torch.Tensor) -> str:
-    return "channels_last" if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous() \
-        else "nchw"
+    return "channels_last" if is_channels_last(x) else "nchw"
 
 
 def wall_us(call, calls: int = CALLS, sync=None) -> float:

@@ -50,7 +50,7 @@ def run(plan, x: torch.Tensor, w_krsc: torch.Tensor) -> torch.Tensor:
     device, which is the current one; the output is in x's memory format."""
     n, _, h, w = x.shape
     k = w_krsc.shape[0]
-    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+    if is_channels_last(x):
         y = torch.empty((n, k, h, w), device=x.device, memory_format=torch.channels_last)
         x_nhwc, y_nhwc = x, y
     else:

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-from megasim.app.torch.conv import Conv2d
+from megasim.app.torch.conv import Conv2d, eager_key
 
 REPS = 10
 
@@ -37,8 +37,7 @@ def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict
     seen: list[tuple] = []
 
     def record(layer, args):
-        x = args[0]
-        seen.append((layer, (x.shape, x.dtype, x.get_device(), x.is_contiguous())))
+        seen.append((layer, eager_key(args[0])))
 
     hooks = [layer.register_forward_pre_hook(record) for layer in layers]
     with torch.no_grad():
