@@ -3,7 +3,8 @@
 `Copy` and `Kernel` steps describe what one convolution does on a stream:
 the fused build resets its control words and launches the megakernel; the
 non-fused build launches its four kernels. Arguments are CuPy arrays or device pointers;
-the three that change per call are the placeholders `X`, `W` and `Y`.
+those that change per call are the placeholders `X`, `W` and `Y`, and `U` where the caller keeps
+the transformed filters itself (a non-fused build's three-kernel sequence).
 
 `run_cupy` issues the steps through CuPy, as `bench` and the tests always
 have. `DriverLaunch` binds them once to the CUDA driver (CuPy's bindings of
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 
 from megasim.contract.errors import MegasimError
 
-X, W, Y = "x", "w", "y"
-SLOTS = (X, W, Y)
+X, W, Y, U = "x", "w", "y", "u"
+SLOTS = (X, W, Y, U)
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,15 @@ class Kernel:
     args: tuple
     name: str = ""
 
-    def cupy_args(self, x, w, y) -> tuple:
-        """The arguments as a CuPy launch takes them: the slots filled with `x`, `w`, `y`, pointers as uint64."""
+    def cupy_args(self, x, w, y, u=None) -> tuple:
+        """The arguments as a CuPy launch takes them: the slots filled with `x`, `w`, `y`, `u`, pointers as
+        uint64."""
         import numpy as np
-        bound = {X: x, W: w, Y: y}
+        bound = {X: x, W: w, Y: y, U: u}
         return tuple(bound[a] if isinstance(a, str) else np.uint64(a) if isinstance(a, int) else a for a in self.args)
 
 
-def run_cupy(steps, x, w, y, stream) -> None:
+def run_cupy(steps, x, w, y, stream, u=None) -> None:
     """Issue `steps` through CuPy on `stream`, with CuPy arrays for the slots."""
     import cupy as cp
     for step in steps:
@@ -61,7 +63,7 @@ def run_cupy(steps, x, w, y, stream) -> None:
             cp.cuda.runtime.memcpyAsync(step.dst, step.src, step.nbytes, cp.cuda.runtime.memcpyDeviceToDevice,
                                         stream.ptr)
         else:
-            step.function((step.grid,), (step.block,), step.cupy_args(x, w, y), stream=stream)
+            step.function((step.grid,), (step.block,), step.cupy_args(x, w, y, u), stream=stream)
 
 
 def _driver_launch():
@@ -87,11 +89,11 @@ def _driver_launch():
 
 
 class DriverLaunch:
-    """`steps` bound to the driver: `launch(x_ptr, w_ptr, y_ptr, stream_ptr)` issues them all
+    """`steps` bound to the driver: `launch(x_ptr, w_ptr, y_ptr, stream_ptr, u_ptr)` issues them all
     (a call is the function, the arguments before the stream, the stream, the arguments after it).
 
-    Each kernel's parameter array is built once; the slots are three `c_uint64`s every array points at,
-    so a call sets them once. Driver errors raise (CuPy's CUDADriverError, or MegasimError).
+    Each kernel's parameter array is built once; the slots are `c_uint64`s every array points at, so a call
+    sets them once. Driver errors raise (CuPy's CUDADriverError, or MegasimError).
     """
 
     def __init__(self, steps):
@@ -111,9 +113,9 @@ class DriverLaunch:
             self._calls.append((launch, (_function_ptr(step.function), step.grid, 1, 1, step.block, 1, 1, 0),
                                 (ctypes.addressof(params), 0)))
 
-    def launch(self, x: int, w: int, y: int, stream: int) -> None:
+    def launch(self, x: int, w: int, y: int, stream: int, u: int = 0) -> None:
         s = self.slots
-        s[X].value, s[W].value, s[Y].value = x, w, y
+        s[X].value, s[W].value, s[Y].value, s[U].value = x, w, y, u
         for call, before, after in self._calls:
             call(*before, stream, *after)
 
@@ -128,4 +130,4 @@ def _ptr(a) -> int:
     return a if isinstance(a, int) else a.data.ptr
 
 
-__all__ = ["Copy", "Kernel", "X", "W", "Y", "run_cupy", "DriverLaunch"]
+__all__ = ["Copy", "Kernel", "X", "W", "Y", "U", "run_cupy", "DriverLaunch"]

@@ -22,24 +22,36 @@ from megasim.contract.graph import TaskGraph
 
 class NonFusedConv:
     def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
-                 gemm: str = "generic"):
+                 gemm: str = "generic", layout: str = "nhwc"):
         self._cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph, k_step=k_step, gemm=gemm))
+        self.module = module(KernelConfig.of(graph, k_step=k_step, gemm=gemm, layout=layout))
         self.module.check(graph)
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}
         self._steps: dict[int, list] = {}
 
-    def steps(self, stages: int = len(Op)) -> list:
-        """The launch sequence (`gpu.launch`): the first `stages` kernels in stage order."""
-        from megasim.gpu.launch import Kernel, W, X, Y
+    def steps(self, stages: int = len(Op), filters_given: bool = False) -> list:
+        """The launch sequence (`gpu.launch`): the first `stages` kernels in stage order; with
+        `filters_given`, the last three, the GEMM reading U from the `U` slot, which `filter_steps` fills
+        (an inference caller transforms a layer's filters once, not every call)."""
+        from megasim.gpu.launch import U, Kernel, W, X, Y
         g, ws, fn = self.graph.geometry, self.ws, self.module.function
         calls = (("ms_filter_kernel", g.n_f, (W, ws.U)), ("ms_input_kernel", g.n_g * g.s_i, (X, ws.V)),
-                 ("ms_gemm_kernel", g.n_g * g.s_g, (ws.U, ws.V, ws.M)),
+                 ("ms_gemm_kernel", g.n_g * g.s_g, (U if filters_given else ws.U, ws.V, ws.M)),
                  ("ms_output_kernel", g.n_g * g.s_o, (ws.M, Y)))
         return [Kernel(fn(name), blocks, self.graph.partition.threads, args, name)
-                for name, blocks, args in calls[:stages]]
+                for name, blocks, args in calls[1 if filters_given else 0:stages]]
+
+    def filter_steps(self) -> list:
+        """The filter transform alone, W into the `U` slot: [a2][C][K] floats (`u_floats`)."""
+        from megasim.gpu.launch import U, Kernel, W
+        fn = self.module.function("ms_filter_kernel")
+        return [Kernel(fn, self.graph.geometry.n_f, self.graph.partition.threads, (W, U), "ms_filter_kernel")]
+
+    @property
+    def u_floats(self) -> int:
+        return int(self.ws.U.size)
 
     def launch(self, x, w, y, stream=None, stages: int = len(Op)) -> None:
         """The first `stages` kernels in stage order (all four unless a prefix is asked for)."""

@@ -26,12 +26,18 @@
 //
 // ctl layout (int32): [0] ticket (ready queue: FIFO pops), [1] error flag, [2] logical block, [3] task
 // (-1: a FIFO slot stayed empty), [4] counter it waited on (or the slot), [5] that counter's value (or
-// the push count), [6] spare, [7] FIFO pushes, [8] offset of the FIFO, [9] of the pending counts, [10]
+// the push count), [6] blocks that left, [7] FIFO pushes, [8] offset of the FIFO, [9] of the pending counts, [10]
 // of the waiter lists in rq (after the per-counter offsets), [11] of the roots in rq, [12] number of
-// roots, [13] roots queued, [14..31] spare; then dependency counter i at [32 + 32 i]: one 128-byte line
+// roots, [13] roots queued, [14] (self-resetting builds, as [6] and [15] are) offset of the initial words,
+// [15] number of counters, [16..31] spare; then dependency counter i at [32 + 32 i]: one 128-byte line
 // per counter, so the polls of spinning blocks do not share a line with the ticket or with each other
 // (on the H200 this measured within noise of the packed layout); then, ready queue only, the FIFO and
 // the pending counts.
+//
+// MS_SELF_RESET=1 builds need no reset copy before each launch: every block counts itself out in [6] as it
+// leaves, and the last one restores the header, the counters and the ready queue's words from the initial
+// copy kept after them (at offset [14]; [15] counters), unless a block failed: then the words stay as they
+// are, for the host to read and reset. One launch per convolution is what a host-bound caller wants.
 #include "winograd.cuh"
 
 #ifndef MS_USE_TICKET
@@ -48,6 +54,9 @@
 #endif
 #ifndef MS_READY_QUEUE
 #define MS_READY_QUEUE 0
+#endif
+#ifndef MS_SELF_RESET
+#define MS_SELF_RESET 0
 #endif
 #define MS_CTL_COUNTERS 32
 #define MS_CTL_STRIDE 32
@@ -93,6 +102,26 @@ __device__ __forceinline__ bool ms_wait(int* ctl, int counter, int block, int ta
     }
     return true;
 }
+
+#if MS_SELF_RESET
+// The block leaves: the last block out restores the control words.
+__device__ __forceinline__ void ms_leave(int* ctl) {
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        s_last = atomicAdd(ctl + 6, 1) == (int)gridDim.x - 1 && ms_load_acquire(ctl + 1) == 0;
+    __syncthreads();
+    if (s_last) {
+        __threadfence();
+        const int base = ctl[14], counters = ctl[15], tail = MS_CTL_COUNTERS + MS_CTL_STRIDE * counters;
+        for (int i = threadIdx.x; i < MS_CTL_COUNTERS; i += MS_NT) ctl[i] = ctl[base + i];
+        for (int i = threadIdx.x; i < counters; i += MS_NT)
+            ctl[MS_CTL_COUNTERS + MS_CTL_STRIDE * i] = ctl[base + MS_CTL_COUNTERS + MS_CTL_STRIDE * i];
+        for (int i = tail + threadIdx.x; i < base; i += MS_NT) ctl[i] = ctl[base + i];
+    }
+}
+#endif
 
 #if MS_READY_QUEUE
 // The next FIFO slot's task, -1 when every task has been popped, -2 on a timeout or another block's error.
@@ -201,7 +230,14 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
         s_go = go;
     }
     __syncthreads();
+#if MS_SELF_RESET
+    if (!s_go) {
+        ms_leave(ctl);
+        return;
+    }
+#else
     if (!s_go) return;
+#endif
     const int group = s_task[MS_WORD_GROUP], index = s_task[MS_WORD_INDEX];
     switch (s_task[MS_WORD_OP]) {
         case MS_OP_FILTER_TRANSFORM: ms_filter_task(w, U, index); break;
@@ -236,5 +272,7 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
 #endif
 #if MS_PERSISTENT
     }
+#elif MS_SELF_RESET
+    ms_leave(ctl);
 #endif
 }

@@ -12,6 +12,9 @@
 // Buffers: x NHWC, w [K][3][3][C], U [a2][C][K], V [a2][tiles][C],
 // M [a2][tiles][K], y NHWC. U, V and M are produced inside the same launch by
 // other blocks, so they are read with ld.global.cg (L2, never a stale L1 line).
+// MS_NCHW=1 builds read x and write y as NCHW instead (a torch model's default
+// layout, with no transposes around the call); threads still run along the
+// channels, so V and M keep their coalesced accesses and x and y do not.
 #pragma once
 #ifndef MS_CONFIG_INCLUDED
 #include "ms_config.cuh"
@@ -28,6 +31,9 @@
 #endif
 #ifndef MS_BK
 #define MS_BK 8
+#endif
+#ifndef MS_NCHW
+#define MS_NCHW 0
 #endif
 
 __device__ __forceinline__ int ms_min(int a, int b) { return a < b ? a : b; }
@@ -82,7 +88,11 @@ __device__ __forceinline__ void ms_input_task(const float* __restrict__ x, float
             for (int s = 0; s < MS_ALPHA; ++s) {
                 const int row = r0 + r, col = s0 + s;
                 const bool in = row >= 0 && row < MS_H && col >= 0 && col < MS_W;
+#if MS_NCHW
+                d[r * MS_ALPHA + s] = in ? __ldg(x + (((size_t)n * MS_C + c) * MS_H + row) * MS_W + col) : 0.0f;
+#else
                 d[r * MS_ALPHA + s] = in ? __ldg(x + (((size_t)n * MS_H + row) * MS_W + col) * MS_C + c) : 0.0f;
+#endif
             }
         }
 #pragma unroll
@@ -114,7 +124,11 @@ __device__ __forceinline__ void ms_output_task(const float* Mb, float* __restric
 #pragma unroll
             for (int s = 0; s < MS_M; ++s) {
                 const int row = r0 + r, col = s0 + s;
+#if MS_NCHW
+                if (row < MS_H && col < MS_W) y[(((size_t)n * MS_K + k) * MS_H + row) * MS_W + col] = o[r * MS_M + s];
+#else
                 if (row < MS_H && col < MS_W) y[(((size_t)n * MS_H + row) * MS_W + col) * MS_K + k] = o[r * MS_M + s];
+#endif
             }
         }
     }

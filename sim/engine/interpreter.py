@@ -1,7 +1,8 @@
 """The SimPy engine behind the interpreter protocol (`megasim.contract.interpreter`).
 
-The GPU model, the dispatch policy (with its declared options) and the GEMM task's body (as
-`megasim.gpu`'s CUDA interpreter takes it: a build option) are the engine's own inputs, so they go to the
+The GPU model, the dispatch policy (with its declared options), the GEMM task's body, whether the
+megakernel resets its own control words and whether the non-fused launch transforms the filters or is given
+them (as `megasim.gpu`'s CUDA interpreter takes them: build options) are the engine's own inputs, so they go to the
 constructor; a run is `run_kernels` over the launches `RunConfig.launch` names, its records
 and times unchanged. A build the CUDA kernels cannot compile (`resources.check_kernel_build`) is refused
 before it runs, so no prediction is made for a build that cannot be measured. A replayed trace places only the megakernel's blocks, so the non-fused kernels,
@@ -24,20 +25,23 @@ class SimpyInterpreter:
     name = "simpy"
 
     def __init__(self, gpu: GPUModel, policy: str = DEFAULT_POLICY, policy_options: dict | None = None,
-                 gemm: str = "generic"):
+                 gemm: str = "generic", self_reset: bool = False, transform_filters: bool = True):
         self.gpu = gpu
         self.policy = policy
         self.policy_options = policy_options
         self.gemm = gemm
+        self.self_reset = self_reset
+        self.transform_filters = transform_filters
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
         check_kernel_build(graph.layer, graph.partition, self.gemm)
         policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
-            kernels = fused_kernels(graph, mapping, config.mode, self.gemm)
+            kernels = fused_kernels(graph, mapping, config.mode, self.gemm, self.self_reset)
             gpu = gpu.for_megakernel()
         else:
-            kernels = [k for k in nonfused_kernels(graph, self.gemm) if config.launch in ("nonfused", k.name)]
+            kernels = [k for k in nonfused_kernels(graph, self.gemm, self.transform_filters)
+                       if config.launch in ("nonfused", k.name)]
             policy = (DEFAULT_POLICY, None) if self.policy == "replay" else policy
         raw = run_kernels(graph, kernels, gpu, *policy, seed=config.seed)
         to_us = self.gpu.cycles_to_us

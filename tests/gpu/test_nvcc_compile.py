@@ -3,7 +3,7 @@
 Each file compiles on its own against the committed default ms_config.cuh,
 and the full generated source compiles for the builds that take other code
 paths: every Winograd variant, ragged C and K (scalar loads), the trace
-build and the raw-blockIdx build.
+build, the raw-blockIdx build, and the NCHW and self-resetting builds.
 """
 import shutil
 import subprocess
@@ -37,6 +37,9 @@ BUILDS = {
     "trace": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), DEFAULT_CONFIG.partition, trace=True),
     "raw-blockidx": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, ticket=False),
     "persistent-trace": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, trace=True, mode="persistent"),
+    "nchw-self-reset": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, layout="nchw", self_reset=True),
+    "ready-queue-self-reset": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(2), SMALL, mode="ready_queue",
+                                           self_reset=True),
 }
 
 

@@ -36,7 +36,7 @@ VARIANT = WinogradVariant(4)
 VARIANTS = (2, 4, 6)
 REPO = Path(__file__).parents[2]
 RAW = REPO / "scenarios" / "calibrations" / "raw"
-MEASURED = REPO / "docs" / "results" / "occupancy_device" / "h100_device_usage.json"
+MEASURED = REPO / "docs" / "results" / "occupancy_device" / "device_usage.json"
 WARP_MEASURED = MEASURED.with_name("h200_warp_usage.json")
 
 Build = tuple  # (Partition, Flavor): what the register table keys a build by

@@ -158,8 +158,9 @@ def test_compiled_converted_model_runs_in_one_graph(cpu_kernel):
 def test_prepare_asks_for_every_eligible_shape_once(cpu_kernel, monkeypatch):
     asked = []
 
-    def record(schedules, shapes, gpu, workers=None, compile_kernels=True):
+    def record(schedules, shapes, gpu, workers=None, compile_kernels=True, layouts=("nhwc",)):
         asked.append((sorted(shapes), gpu))
+        assert all(layouts[s] == {"nchw"} for s in shapes)  # the inputs are NCHW: only NCHW builds are compiled
         return {}, {}
 
     monkeypatch.setattr(prepare_module, "prepare_shapes", record)
@@ -218,8 +219,39 @@ def test_settle_keeps_torchs_convolutions_where_the_whole_forward_is_faster(monk
 
     monkeypatch.setattr(conv_module.Conv2d, "_run_build", slow_build)
     result = mtorch.settle(model, x, reps=3, sync=lambda: None)
-    assert result["kept"] == "torch" and result["layers"] == 1 and result["megasim_ms"] > result["torch_ms"]
+    assert result["kept"] == "torch" and result["on_builds"] == 0 and result["megasim_ms"] > result["torch_ms"]
     assert layer._eager[at] is None and layer.settled == result
     monkeypatch.setattr(conv_module.Conv2d, "_run_build", lambda self, plan, x: F.conv2d(x, self.weight, padding=1))
     layer._eager[at] = plan
     assert mtorch.settle(model, x, reps=3, sync=lambda: None)["layers"] == 1
+
+
+def test_settle_tries_each_layer_on_its_cheaper_host_side(monkeypatch):
+    """Layer a won its race alone but costs more host time than torch; layer b lost its race but costs less:
+    the host-side choice (a on torch, b on its build) is timed too, and kept when it is the fastest."""
+    from megasim.app.torch.eager import Verdict
+    model = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.Conv2d(4, 4, 3, padding=1, bias=False))
+    mtorch.convert(model)
+    x = torch.randn(1, 4, 6, 6)
+    at = conv_module.eager_key(x)
+    a, b = model[0], model[1]
+    plan_a = SimpleNamespace(released=False, eager={"nchw": Verdict("nchw", 10.0, 20.0, 30.0, 5.0)})
+    plan_b = SimpleNamespace(released=False, eager={"nchw": Verdict("nchw", 20.0, 10.0, 5.0, 30.0)})
+    a._eager[at], b._eager[at] = plan_a, None
+    a.shape_plans[tuple(x.shape)], b.shape_plans[tuple(x.shape)] = plan_a, plan_b
+
+    def build(self, plan, x):
+        time.sleep(0.03 if plan is plan_a else 0.0)
+        return F.conv2d(x, self.weight, padding=1)
+
+    real = nn.Conv2d._conv_forward
+
+    def torch_side(self, x, weight, bias):
+        time.sleep(0.03 if self is b else 0.0)
+        return real(self, x, weight, bias)
+
+    monkeypatch.setattr(conv_module.Conv2d, "_run_build", build)
+    monkeypatch.setattr(nn.Conv2d, "_conv_forward", torch_side)
+    result = mtorch.settle(model, x, reps=3, sync=lambda: None)
+    assert result["kept"] == "host" and result["host_ms"] < min(result["megasim_ms"], result["torch_ms"])
+    assert a._eager[at] is None and b._eager[at] is plan_b and result["on_builds"] == 1

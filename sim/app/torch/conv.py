@@ -11,9 +11,12 @@ first such call for what the call brings, or when no schedule could be made
 for a shape (an unknown GPU, no legal partition).
 
 The [K][3][3][C] copy of the filters the kernels read is kept and remade
-when the weight changes (its version counter or storage); under
+when the weight changes (its version counter or address); under
 `torch.compile` and CUDA graph capture it is recomputed in the graph, so a
-replay reads the current weights.
+replay reads the current weights. For a non-fused build, an eager call also
+keeps the filters' Winograd transform U (alpha^2 * C * K floats, 16 or 36
+per filter pair: 37.7 MB for a 512-channel F(4x4) layer), remade with the
+copy, so it launches three kernels, not four.
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ class Conv2d(nn.Conv2d):
         self.shape_plans: dict = {}  # input shape -> its plan (what runs, and why: plan.schedule)
         self.settled: dict | None = None  # what `settle` measured of the forward this layer is in
         self._eager: dict = {}  # (shape, dtype, device, NCHW?) -> the plan an eager call runs, None for torch's
+        self._transformed: dict = {}  # plan -> (filters, their Winograd transform U): non-fused builds
         if self._static_reason:
             self._warn(self._static_reason)
 
@@ -91,11 +95,12 @@ class Conv2d(nn.Conv2d):
         return runtime_reason(x.dim(), x.device.type, _dtype(x), self.weight.device.type, _dtype(self.weight))
 
     def _filters(self) -> torch.Tensor:
-        if torch.compiler.is_compiling() or _capturing(self.weight):
-            return krsc(self.weight)
-        key = (self.weight.data_ptr(), self.weight._version, self.weight.device)
+        w = self.weight
+        if torch.compiler.is_compiling() or _capturing(w):
+            return krsc(w)
+        key = (w.data_ptr(), w._version)  # addresses are unique across devices (unified addressing)
         if key != self._krsc_key:
-            self._krsc, self._krsc_key = krsc(self.weight), key
+            self._krsc, self._krsc_key = krsc(w), key
         return self._krsc
 
     def _ensure_plan(self, x: torch.Tensor) -> bool:
@@ -122,14 +127,16 @@ class Conv2d(nn.Conv2d):
         at = eager_key(x)
         plan = self._eager.get(at, False)
         if plan is False or (plan is not None and plan.released):
+            self._transformed = {k: v for k, v in self._transformed.items() if not k.released}
             plan = self._eager_plan(x, at)
         if plan is None:
-            return super().forward(x)
+            return self._conv_forward(x, self.weight, self.bias)  # nn.Conv2d.forward, one frame fewer
         return self._run_build(plan, x)
 
     def _run_build(self, plan, x: torch.Tensor) -> torch.Tensor:
-        y = run_on_device(plan, x, self._filters())
-        return y if self.bias is None else y.add_(self.bias.view(1, -1, 1, 1))
+        y = run_on_device(plan, x, self._filters(), self._transformed)
+        bias = self.bias
+        return y if bias is None else y.add_(bias.view(1, -1, 1, 1))
 
     def _eager_plan(self, x: torch.Tensor, at: tuple):
         """The plan eager calls like `x` run, or None where they run torch's convolution; remembered for

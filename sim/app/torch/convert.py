@@ -52,7 +52,8 @@ class ConvertReport:
                             "backend": s.backend, "build": s.build.label, "predicted_us": s.predicted_us,
                             "torch_us": s.torch_us, "why": s.reason, "settled": module.settled,
                             "eager": {k: {"runs": "torch" if v.runs_torch else "megasim", "megasim_us": v.megasim_us,
-                                          "torch_us": v.torch_us} for k, v in verdicts.items()}})
+                                          "torch_us": v.torch_us, "megasim_host_us": v.megasim_host_us,
+                                          "torch_host_us": v.torch_host_us} for k, v in verdicts.items()}})
         return out
 
     def to_dict(self) -> dict:

@@ -13,8 +13,11 @@ can be slower eager.
 `race(plan, x, ours, theirs)` settles it once per plan and input layout: both
 calls run back to back `CALLS` times after a warm-up, with one
 synchronisation at the end, and the wall time per call (the larger of host
-and GPU time, as a network sees it) decides. The verdict is kept on the plan,
-so every layer of that shape and layout shares it.
+and GPU time, as the layer alone sees it) decides. The host time per call
+(until the last call returns) is kept too: inside a host-bound network a
+layer's GPU time hides behind the next layers' host time, and `settle`
+tries the choice of the cheaper host side as well. The verdict is kept on
+the plan, so every layer of that shape and layout shares it.
 """
 from __future__ import annotations
 
@@ -36,23 +39,31 @@ class Verdict:
     layout: str
     megasim_us: float
     torch_us: float
+    megasim_host_us: float = float("nan")
+    torch_host_us: float = float("nan")
 
     @property
     def runs_torch(self) -> bool:
         return self.torch_us < self.megasim_us
 
+    @property
+    def torch_host_cheaper(self) -> bool:
+        return self.torch_host_us < self.megasim_host_us
+
     def describe(self) -> str:
         side = "torch's convolution" if self.runs_torch else "the build"
         return (f"eager {self.layout}: {side} (per call, back to back: megasim {self.megasim_us:.1f} us, "
-                f"torch {self.torch_us:.1f} us)")
+                f"torch {self.torch_us:.1f} us; host megasim {self.megasim_host_us:.1f} us, torch "
+                f"{self.torch_host_us:.1f} us)")
 
 
 def layout_of(x: torch.Tensor) -> str:
     return "channels_last" if is_channels_last(x) else "nchw"
 
 
-def wall_us(call, calls: int = CALLS, sync=None) -> float:
-    """Wall time per call of `calls` back-to-back calls, synchronised once at the end, after a warm-up."""
+def wall_us(call, calls: int = CALLS, sync=None) -> tuple[float, float]:
+    """(wall, host) time per call of `calls` back-to-back calls, synchronised once at the end, after a
+    warm-up; host is until the last call returns."""
     sync = sync or torch.cuda.synchronize
     for _ in range(WARMUP):
         call()
@@ -60,8 +71,9 @@ def wall_us(call, calls: int = CALLS, sync=None) -> float:
     start = time.perf_counter()
     for _ in range(calls):
         call()
+    issued = time.perf_counter()
     sync()
-    return (time.perf_counter() - start) / calls * 1e6
+    return (time.perf_counter() - start) / calls * 1e6, (issued - start) / calls * 1e6
 
 
 def race(plan, x: torch.Tensor, ours, theirs, sync=None) -> Verdict:
@@ -69,7 +81,8 @@ def race(plan, x: torch.Tensor, ours, theirs, sync=None) -> Verdict:
     layout = layout_of(x)
     verdict = plan.eager.get(layout)
     if verdict is None:
-        verdict = plan.eager[layout] = Verdict(layout, wall_us(ours, sync=sync), wall_us(theirs, sync=sync))
+        (mine, mine_host), (other, other_host) = wall_us(ours, sync=sync), wall_us(theirs, sync=sync)
+        verdict = plan.eager[layout] = Verdict(layout, mine, other, mine_host, other_host)
     return verdict
 
 

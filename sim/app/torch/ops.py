@@ -9,8 +9,8 @@ dispatcher in between; that is the host path a batch-1 network waits on.
 The same work is a `torch.library.custom_op` with a fake (meta)
 implementation, so `torch.compile` traces through it as one opaque node and
 CUDA graph capture records its device operations on the current stream.
-Our kernels read and write NHWC, so a channels_last tensor goes in and out
-as it is, and an NCHW one costs a transpose each way.
+Each plan has an NHWC build for channels_last tensors and an NCHW build for
+contiguous ones, so neither layout pays a transpose.
 
 `WinogradConv3x3` is the `torch.autograd.Function` around the operator: the
 backward is torch's own convolution backward (`aten.convolution_backward`),
@@ -45,32 +45,49 @@ def current_stream(device: int) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
-def run(plan, x: torch.Tensor, w_krsc: torch.Tensor) -> torch.Tensor:
+def run(plan, x: torch.Tensor, w_krsc: torch.Tensor, kept: dict | None = None) -> torch.Tensor:
     """conv2d(x, w), 3x3, stride 1, padding 1, on `plan` (a megasim build, not torch's convolution), on x's
-    device, which is the current one; the output is in x's memory format."""
+    device, which is the current one; the output is in x's memory format, which the build reads and writes
+    as it is (an NHWC build for channels_last, an NCHW build for contiguous x). `kept`, a layer's own dict,
+    holds its transformed filters for a non-fused build (`transformed`), so a call launches three kernels."""
     n, _, h, w = x.shape
-    k = w_krsc.shape[0]
-    if is_channels_last(x):
-        y = torch.empty((n, k, h, w), device=x.device, memory_format=torch.channels_last)
-        x_nhwc, y_nhwc = x, y
+    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
+        layout = "nhwc"
+        y = torch.empty((n, w_krsc.shape[0], h, w), device=x.device, memory_format=torch.channels_last)
     else:
-        x_nhwc = x.permute(0, 2, 3, 1).contiguous()
-        y_nhwc = torch.empty((n, h, w, k), device=x.device)
-        y = None
-    capturing = not plan.checked and torch.cuda.is_current_stream_capturing()
-    plan.launch(x_nhwc.data_ptr(), w_krsc.data_ptr(), y_nhwc.data_ptr(), current_stream(plan.device), capturing)
-    return y if y is not None else y_nhwc.permute(0, 3, 1, 2).contiguous()
+        x = x.contiguous()  # a no-op for NCHW; any other strides are read as NCHW
+        layout, y = "nchw", torch.empty((n, w_krsc.shape[0], h, w), device=x.device)
+    stream = current_stream(plan.device)
+    b = plan.builds.get(layout)
+    if b is not None and b.checked:
+        u = transformed(plan, b, w_krsc, kept, stream) if b.filters is not None and kept is not None else 0
+        b.launch(x.data_ptr(), w_krsc.data_ptr(), y.data_ptr(), stream, u)
+    else:
+        plan.launch(x.data_ptr(), w_krsc.data_ptr(), y.data_ptr(), stream, torch.cuda.is_current_stream_capturing(),
+                    layout)
+    return y
+
+
+def transformed(plan, build, w_krsc: torch.Tensor, kept: dict, stream: int) -> int:
+    """The device address of U for these filters, transformed on the stream when `w_krsc` is not the tensor
+    they were last transformed from (the layer makes a new one whenever its weight changes)."""
+    entry = kept.get(plan)
+    if entry is None or entry[0] is not w_krsc:
+        u = entry[1] if entry is not None else torch.empty(build.u_floats, device=w_krsc.device)
+        build.transform_filters(w_krsc.data_ptr(), u.data_ptr(), stream)
+        entry = kept[plan] = (w_krsc, u)
+    return entry[1].data_ptr()
 
 
 _get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
 
 
-def run_on_device(plan, x: torch.Tensor, w_krsc: torch.Tensor) -> torch.Tensor:
+def run_on_device(plan, x: torch.Tensor, w_krsc: torch.Tensor, kept: dict | None = None) -> torch.Tensor:
     """`run`, made current on the plan's device (x's) first when it is not."""
     if plan.device == _get_device():
-        return run(plan, x, w_krsc)
+        return run(plan, x, w_krsc, kept)
     with torch.cuda.device(plan.device):
-        return run(plan, x, w_krsc)
+        return run(plan, x, w_krsc, kept)
 
 
 @torch.library.custom_op("megasim::winograd_conv3x3", mutates_args=(), device_types="cuda")

@@ -28,24 +28,26 @@ def default_workers() -> int:
 
 
 def _job(args) -> dict:
-    schedules, shape, gpu, compile_kernel = args
+    schedules, shape, gpu, layouts = args
     try:
         schedule = schedules.resolve(shape, gpu)
-        if compile_kernel:
-            from megasim.gpu.megakernel import fused_module
-            mode = schedule.mode if schedule.launch == "fused" else "static"  # the static build holds both
-            fused_module(schedule.graph(), mode, gemm=schedule.gemm)
+        if schedule.backend != "torch":
+            from megasim.app.torch.plans import compile_build
+            for layout in layouts:
+                compile_build(schedule, layout)
     except MegasimError as exc:
         return {"error": str(exc)}
     return schedule.to_doc()
 
 
 def prepare_shapes(schedules: Schedules, shapes, gpu: str, workers: int | None = None,
-                   compile_kernels: bool = True) -> tuple[dict[tuple, Schedule], dict[tuple, str]]:
+                   compile_kernels: bool = True, layouts=("nhwc",)) -> tuple[dict[tuple, Schedule], dict[tuple, str]]:
     """(shape -> schedule, shape -> why none) for every shape: from mapping files, the cache, or a
-    search (which is cached), each build compiled into CuPy's disk cache when `compile_kernels`."""
+    search (which is cached), its build for each of `layouts` (or for the layouts a dict shape -> layouts
+    names) compiled into CuPy's disk cache when `compile_kernels`."""
     shapes = sorted(dict.fromkeys(tuple(int(v) for v in s) for s in shapes), key=math.prod, reverse=True)
-    jobs = [(schedules, s, gpu, compile_kernels) for s in shapes]
+    per = layouts if isinstance(layouts, dict) else {s: layouts for s in shapes}
+    jobs = [(schedules, s, gpu, tuple(per.get(s, ())) if compile_kernels else ()) for s in shapes]
     workers = min(len(shapes), workers or default_workers())
     if workers <= 1:
         docs = [_job(j) for j in jobs]

@@ -25,36 +25,96 @@ _SCHEDULES: dict[str, Schedules] = {}
 _PLANS: dict[tuple, LayerPlan] = {}
 
 
+class Build:
+    """One layout's compiled build of a plan, bound to the driver; its first launch is checked.
+
+    A non-fused build is bound as its last three kernels (`bound`) and the filter transform (`filters`), so
+    a caller that keeps a layer's transformed filters (U, `u_floats` floats) launches three kernels a call;
+    one that does not passes no U and the build transforms into its workspace first.
+    """
+
+    def __init__(self, conv):
+        self.conv = conv
+        nonfused = conv.__class__.__name__ == "NonFusedConv"
+        self.bound = DriverLaunch(conv.steps(filters_given=True) if nonfused else conv.steps())
+        self.filters = DriverLaunch(conv.filter_steps()) if nonfused else None
+        self.u_floats = conv.u_floats if nonfused else 0
+        self._own_u = int(conv.ws.U.data.ptr) if nonfused else 0
+        self.checked = nonfused  # four kernels in order: nothing waits, nothing to check
+
+    def launch(self, x: int, w: int, y: int, stream: int, u: int = 0) -> None:
+        if self.filters is not None and not u:
+            u = self._own_u
+            self.filters.launch(0, w, 0, stream, u)
+        self.bound.launch(x, w, y, stream, u)
+
+    def transform_filters(self, w: int, u: int, stream: int) -> None:
+        """U (at `u`, `u_floats` floats) = the Winograd transform of the filters at `w` ([K][3][3][C])."""
+        self.filters.launch(0, w, 0, stream, u)
+
+
+def make_conv(schedule: Schedule, layout: str, workspace=None):
+    """The build megasim.torch runs for `schedule`: x and y in `layout`; a fused one resets its own control
+    words (one launch per call)."""
+    graph = schedule.graph()
+    if schedule.launch == "fused":
+        from megasim.gpu.megakernel import FusedConv
+        return FusedConv(graph, schedule.mapping(graph), mode=schedule.mode, gemm=schedule.gemm, layout=layout,
+                         self_reset=True, workspace=workspace)
+    from megasim.gpu.nonfused import NonFusedConv
+    return NonFusedConv(graph, gemm=schedule.gemm, layout=layout, workspace=workspace)
+
+
+def compile_build(schedule: Schedule, layout: str) -> None:
+    """Compile (into CuPy's disk cache) the module `make_conv` will load, without a device workspace."""
+    from megasim.gpu.backend import KernelConfig, module
+    from megasim.gpu.megakernel import fused_module
+    if schedule.launch == "fused":
+        fused_module(schedule.graph(), schedule.mode, gemm=schedule.gemm, layout=layout, self_reset=True)
+    else:
+        module(KernelConfig.of(schedule.graph(), gemm=schedule.gemm, layout=layout))
+
+
 class LayerPlan:
     def __init__(self, schedule: Schedule, device: int):
-        self.schedule, self.device, self.checked, self.released = schedule, device, False, False
+        self.schedule, self.device, self.released = schedule, device, False
         self.eager: dict = {}  # input layout -> `eager.Verdict`: which side an eager call runs
         self.runs_torch = schedule.backend == "torch"
-        self.conv = self.bound = None
-        if self.runs_torch:
-            return
-        cp = require_cupy()
-        with cp.cuda.Device(device):
-            graph = schedule.graph()
-            if schedule.launch == "fused":
-                from megasim.gpu.megakernel import FusedConv
-                self.conv = FusedConv(graph, schedule.mapping(graph), mode=schedule.mode, gemm=schedule.gemm)
-            else:
-                from megasim.gpu.nonfused import NonFusedConv
-                self.conv = NonFusedConv(graph, gemm=schedule.gemm)
-                self.checked = True  # four kernels in order on one stream: nothing waits, nothing to check
-            self.bound = DriverLaunch(self.conv.steps())
+        self.builds: dict[str, Build] = {}  # "nhwc" (channels_last tensors), "nchw": made on first use
+        if not self.runs_torch:
+            self.build("nhwc")
 
-    def launch(self, x: int, w: int, y: int, stream: int, capturing: bool = False) -> None:
-        """y = conv(x, w) on the stream (a raw handle): device pointers, x and y NHWC, w [K][3][3][C], on the
-        plan's device, which must be the current one. The first launch outside a capture is waited for and
-        checked."""
-        self.bound.launch(x, w, y, stream)
-        if not self.checked and not capturing:
+    @property
+    def conv(self):
+        """The channels_last build's FusedConv or NonFusedConv (None where torch's convolution runs)."""
+        b = self.builds.get("nhwc")
+        return b.conv if b else None
+
+    def build(self, layout: str, capturing: bool = False) -> Build:
+        """The build for x and y in `layout`, compiled on first use (never during a CUDA graph capture)."""
+        b = self.builds.get(layout)
+        if b is None:
+            if capturing:
+                raise MegasimError(f"megasim.torch: no {layout} build yet for {self.schedule.shape} during CUDA "
+                                   "graph capture; run the model once with this input layout before capturing")
+            cp = require_cupy()
+            with cp.cuda.Device(self.device):
+                other = next(iter(self.builds.values()), None)
+                b = self.builds[layout] = Build(make_conv(self.schedule, layout, other.conv.ws if other else None))
+        return b
+
+    def launch(self, x: int, w: int, y: int, stream: int, capturing: bool = False, layout: str = "nhwc",
+               u: int = 0) -> None:
+        """y = conv(x, w) on the stream (a raw handle): device pointers, x and y in `layout`, w [K][3][3][C]
+        (and, for a non-fused build, its transform U if the caller keeps it), on the plan's device, which
+        must be the current one. The first launch of a build outside a capture is waited for and checked."""
+        b = self.builds.get(layout) or self.build(layout, capturing)
+        b.launch(x, w, y, stream, u)
+        if not b.checked and not capturing:
             cp = require_cupy()
             cp.cuda.runtime.streamSynchronize(stream)
-            self.conv.check()
-            self.checked = True
+            b.conv.check()
+            b.checked = True
 
 
 def register(schedules: Schedules) -> str:
@@ -115,10 +175,10 @@ def built() -> list[LayerPlan]:
 def release() -> None:
     """Drop every plan and free its device memory (CuPy's pool); the next call of a shape rebuilds it."""
     for plan in _PLANS.values():
-        plan.released, plan.conv, plan.bound = True, None, None
+        plan.released, plan.builds = True, {}
     _PLANS.clear()
     cp = require_cupy()
     cp.get_default_memory_pool().free_all_blocks()
 
 
-__all__ = ["LayerPlan", "register", "plan_for", "device_gpu", "built", "release"]
+__all__ = ["LayerPlan", "Build", "make_conv", "compile_build", "register", "plan_for", "device_gpu", "built", "release"]

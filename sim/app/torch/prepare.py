@@ -4,9 +4,9 @@ Without it, the first call of each new input shape searches its schedule
 and compiles its kernel on the spot, one layer after another. `prepare`
 runs the model once on torch's convolutions only, recording the input shape
 of each megasim `Conv2d` that would run on the megakernel; then it resolves
-all their schedules and compiles all their builds in worker processes
-(`parallel.prepare_shapes`), and builds the plans, so the next forward
-starts at once.
+all their schedules and compiles all their builds (for the input layouts
+seen) in worker processes (`parallel.prepare_shapes`), and builds the plans,
+so the next forward starts at once.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from torch import nn
 
 from megasim.app.torch import plans
 from megasim.app.torch.conv import Conv2d, device_index
+from megasim.app.torch.ops import is_channels_last
 from megasim.app.torch.parallel import prepare_shapes
 from megasim.app.torch.schedules import shape_name
 
@@ -31,7 +32,8 @@ def _shapes_of(layers: list[Conv2d]):
         def run(x):
             if layer.megakernel_reason(x) is None:
                 n, c, h, w = x.shape
-                seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x)))
+                layout = "nhwc" if is_channels_last(x) else "nchw"
+                seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x), layout))
             return nn.Conv2d.forward(layer, x)
         return run
 
@@ -51,22 +53,25 @@ def prepare(model: nn.Module, *inputs, workers: int | None = None) -> dict:
     t0 = time.perf_counter()
     with torch.no_grad(), _shapes_of(layers) as seen:
         model(*inputs)
-    groups: dict[tuple, set] = {}
-    for layer, shape, device in seen:
-        groups.setdefault((layer._schedules_key, device), set()).add(shape)
+    groups: dict[tuple, dict] = {}
+    for layer, shape, device, layout in seen:
+        groups.setdefault((layer._schedules_key, device), {}).setdefault(shape, set()).add(layout)
     t1 = time.perf_counter()
     made, failed = {}, {}
-    for (key, device), shapes in groups.items():
+    for (key, device), layouts in groups.items():
         schedules = plans._SCHEDULES[key]
-        found, errors = prepare_shapes(schedules, shapes, plans.device_gpu(device, schedules), workers)
+        found, errors = prepare_shapes(schedules, layouts, plans.device_gpu(device, schedules), workers,
+                                       layouts=layouts)
         made.update({(key, device, shape): schedule for shape, schedule in found.items()})
         failed.update({shape_name(shape): why for shape, why in errors.items()})
     t2 = time.perf_counter()
     built = {(key, device, shape): plans.plan_for(key, shape, device) for key, device, shape in made}
-    for layer, shape, device in seen:
+    for layer, shape, device, layout in seen:
         plan = built.get((layer._schedules_key, device, shape))
         if plan is not None:
             layer.shape_plans[shape[:4]] = plan
+            if not plan.runs_torch:
+                plan.build(layout)
     return {"shapes": {shape_name(s): p.schedule.describe() for (_, _, s), p in built.items()}, "failed": failed,
             "seconds": {"shapes": t1 - t0, "schedules_and_compiles": t2 - t1, "plans": time.perf_counter() - t2}}
 

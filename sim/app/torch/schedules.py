@@ -181,6 +181,20 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
                     float(best["time_us"]), launch=chosen.launch, gemm=chosen.gemm)
 
 
+def same_timed_build(made_on: str, now: str, gpu: str) -> bool:
+    """Whether a schedule made on kernel build `made_on` holds for build `now`: the same build, or two builds
+    the GPU's committed profile counts as its own (fitted or re-validated: the timed code did not change)."""
+    if made_on == now:
+        return True
+    from megasim.app.calibrate.profile import load_profile, profile_path
+    path = profile_path(gpu)
+    if not path.exists():
+        return False
+    prov = load_profile(path).provenance
+    builds = {prov.get("kernel_build"), *prov.get("revalidated_builds", [])}
+    return made_on in builds and now in builds
+
+
 def _mapping_files(folder: Path) -> dict[tuple, Path]:
     """Shape -> mapping file in `folder` (the first by name wins); files that are not mapping files are skipped."""
     from megasim.contract.mapping.io import read_mapping_file
@@ -249,7 +263,7 @@ class Schedules:
             return None
         schedule = Schedule.from_doc(read_json(path), str(path))
         now = kernel_build_hash()
-        if schedule.kernel_build != now:
+        if not same_timed_build(schedule.kernel_build, now, gpu):
             warnings.warn(f"megasim.torch: the cached schedule {path} was made for kernel build "
                           f"{schedule.kernel_build}, these kernels are build {now}: it is stale, searching again",
                           ScheduleWarning, stacklevel=3)

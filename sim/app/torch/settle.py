@@ -3,10 +3,11 @@
 Each layer's eager race (`eager.race`) times one layer alone. Inside a network the layers overlap: at batch 1
 the host issues a layer while the GPU still runs the one before, so a layer's GPU time can hide behind the next
 layers' host time, and a choice that wins alone can lose in the network (docs/results/torch_h200/README.md).
-`settle` times the thing the user runs: the forward on these inputs, eager, with the layers' own choices and
-with every megasim layer of those input shapes handing its calls to torch's convolution, the two taking turns
-call by call, each call waited for. The faster one stays for those shapes, so a settled model is never slower
-than torch's convolutions everywhere, within the timing's noise. What it measured is returned and kept on each
+`settle` times the thing the user runs: the forward on these inputs, eager, with the layers' own choices, with
+every megasim layer of those input shapes handing its calls to torch's convolution, and with each layer on the
+side whose call costs less host time (the races measure it), taking turns call by call, each call waited for.
+The fastest stays for those shapes, so a settled model is never slower than torch's convolutions everywhere,
+within the timing's noise. What it measured is returned and kept on each
 layer (`Conv2d.settled`), for the report.
 """
 from __future__ import annotations
@@ -29,9 +30,27 @@ def _forward_ms(model, inputs, sync) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
+def _candidates(seen: list[tuple]) -> dict[str, dict]:
+    """The choices worth timing, each {(layer, eager key): plan or None}: the layers' own (their races),
+    torch's convolution everywhere, and each layer on the side whose eager call costs less host time (what a
+    host-bound forward waits on), where that differs from the other two."""
+    own = {(layer, at): layer._eager.get(at) for layer, at in seen}
+    host = {}
+    for layer, at in own:
+        plan = layer.shape_plans.get(tuple(at[0]))
+        verdict = plan.eager.get("nchw" if at[3] else "channels_last") if plan is not None else None
+        host[(layer, at)] = own[(layer, at)] if verdict is None else (None if verdict.torch_host_cheaper else plan)
+    options = {"megasim": own, "torch": dict.fromkeys(own)}
+    if host != own and any(p is not None for p in host.values()):
+        options["host"] = host
+    return options
+
+
 def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict:
-    """Time `model(*inputs)` (no gradient) with its layers' eager choices and with torch's convolution in every
-    megasim layer it calls, keep the faster; returns {"megasim_ms", "torch_ms", "kept", "layers"}."""
+    """Time `model(*inputs)` (no gradient) with its layers' eager choices, with torch's convolution in every
+    megasim layer it calls, and with each layer on its cheaper host side; keep the fastest. Returns
+    {"megasim_ms", "torch_ms", "host_ms" (None where that choice is one of the others), "kept", "layers" (calls
+    of megasim layers, per layer and input), "on_builds" (of those, how many run a build now)}."""
     sync = sync or torch.cuda.synchronize
     layers = [m for m in model.modules() if isinstance(m, Conv2d)]
     seen: list[tuple] = []
@@ -46,16 +65,18 @@ def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict
         finally:
             for hook in hooks:
                 hook.remove()
-        own = {(layer, at): layer._eager.get(at) for layer, at in seen}
-        ours = [(layer, at) for (layer, at), plan in own.items() if plan is not None]
-        if not ours:
-            return {"megasim_ms": None, "torch_ms": None, "kept": "torch", "layers": 0}
+        seen = list(dict.fromkeys(seen))
+        options = _candidates(seen)
+        ours = [key for key, plan in options["megasim"].items() if plan is not None]
+        if not ours and "host" not in options:
+            return {"megasim_ms": None, "torch_ms": None, "host_ms": None, "kept": "torch", "layers": len(seen),
+                    "on_builds": 0}
 
         def use(choice: str) -> None:
-            for layer, at in ours:
-                layer._eager[at] = own[(layer, at)] if choice == "megasim" else None
+            for (layer, at), plan in options[choice].items():
+                layer._eager[at] = plan
 
-        times = {"megasim": [], "torch": []}
+        times = {choice: [] for choice in options}
         for _ in range(2):  # warm-up
             for choice in times:
                 use(choice)
@@ -65,10 +86,11 @@ def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict
                 use(choice)
                 times[choice].append(_forward_ms(model, inputs, sync))
         medians = {choice: float(np.median(v)) for choice, v in times.items()}
-        kept = "torch" if medians["torch"] < medians["megasim"] else "megasim"
+        kept = min(medians, key=medians.get)
         use(kept)
-    result = {"megasim_ms": medians["megasim"], "torch_ms": medians["torch"], "kept": kept, "layers": len(ours)}
-    for layer, _ in ours:
+    result = {"megasim_ms": medians["megasim"], "torch_ms": medians["torch"], "host_ms": medians.get("host"),
+              "kept": kept, "layers": len(seen), "on_builds": sum(p is not None for p in options[kept].values())}
+    for layer, _ in seen:
         layer.settled = result
     return result
 
