@@ -153,6 +153,34 @@ def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
             "globaltimer_resolution_ns": int(res.get()[0])}
 
 
+def measure_mma_tf32(b: _Bench, reps: int, iters: int = 4096) -> dict:
+    """Tensor cores, TF32 mma.sync m16n8k8 with FP32 accumulation: the rate with 8 independent accumulators per
+    warp and 32 warps per SM (FLOP per cycle per SM, TFLOP/s), and the latency of one dependent chain in one
+    warp (cycles per mma). A 3xTF32 GEMM issues three of these per product (`megasim.contract` precision)."""
+    cp = b.cp
+    blocks, nt, chains, flop_mma = b.sms * 4, 256, 8, 2 * 16 * 8 * 8
+    rec = cp.zeros(5 * blocks, dtype=cp.uint64)
+    fn = b.fn("mb_mma_tf32_rate")
+    t = b.time_us(lambda: fn((blocks,), (nt,), (b.sink, np.int32(iters), np.float32(1e-3), rec)), reps, warmup=1)
+    r = rec.get().reshape(blocks, 5).astype(np.int64)
+    flops_block = (nt // 32) * iters * chains * flop_mma
+    per_sm, mhz = [], []
+    for s in np.unique(r[:, 0]):
+        on = r[r[:, 0] == s]
+        cyc = on[:, 2].max() - on[:, 1].min()
+        per_sm.append(len(on) * flops_block / cyc)
+        mhz.append(cyc / (on[:, 4].max() - on[:, 3].min()) * 1e3)
+    lat = cp.zeros(5, dtype=cp.uint64)
+    lat_iters = 4096
+    b.fn("mb_mma_tf32_latency")((1,), (32,), (b.sink, np.int32(lat_iters), np.float32(1e-3), lat))
+    cp.cuda.get_current_stream().synchronize()
+    lr = lat.get().astype(np.int64)
+    return {"flop_per_cycle_per_sm": float(np.median(per_sm)), "flop_per_cycle_per_sm_min": float(np.min(per_sm)),
+            "tflops": blocks * flops_block / t / 1e6, "kernel_us": t, "blocks": blocks, "threads": nt,
+            "chains_per_warp": chains, "flop_per_mma": flop_mma, "sm_clock_mhz": float(np.median(mhz)),
+            "latency_cycles_per_mma": float((lr[2] - lr[1]) / lat_iters), "instruction": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"}
+
+
 def measure_atomics(b: _Bench, reps: int, clock_mhz: float) -> dict:
     cp = b.cp
     words = cp.zeros(b.sms * 8 * 256 + 64, dtype=cp.int32)

@@ -1,7 +1,7 @@
 // Hardware microbenchmarks for calibration (gpu/microbench.py drives them).
 //
 // Each kernel isolates one machine property the simulator has a parameter
-// for: DRAM and L2 bandwidth, the FP32 FFMA rate and the SM clock under load,
+// for: DRAM and L2 bandwidth, the FP32 FFMA rate and the SM clock under load, the TF32 tensor-core rate,
 // global atomics and the cost of polling a counter another block sets,
 // launch gaps, and how the block scheduler hands out blocks. Results that
 // must not be optimised away are written only under a condition the data
@@ -118,6 +118,54 @@ extern "C" __global__ void mb_ffma(float* out, int iters, float b, float c, unsi
     }
     const float s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     if (s == -1.2345e30f) out[0] = s;
+}
+
+// ---- tensor cores: TF32 mma.sync m16n8k8, FP32 accumulate -------------------
+// One mma is 16 x 8 x 8 multiply-adds per warp. `chains` independent accumulators per warp (a compile-time
+// choice of the two kernels below): MB_MMA_CHAINS for the throughput, one for the latency (each mma waits on
+// the one before). The same records as mb_ffma: SM, clock64 and %globaltimer at start and end of block.
+#define MB_MMA_CHAINS 8
+__device__ __forceinline__ void mb_mma_tf32(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int CHAINS>
+__device__ __forceinline__ void mb_mma_body(float* out, int iters, float seed, unsigned long long* rec) {
+    unsigned a[4], b[2];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = __float_as_uint(seed * (float)(threadIdx.x + i));
+    b[0] = __float_as_uint(seed * 0.5f), b[1] = __float_as_uint(seed * 0.25f);
+    float acc[CHAINS][4];
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
+    __syncthreads();
+    unsigned long long c0 = 0, g0 = 0;
+    if (threadIdx.x == 0) { g0 = mb_globaltimer(); c0 = clock64(); }
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c) mb_mma_tf32(acc[c], a, b);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const unsigned long long c1 = clock64(), g1 = mb_globaltimer();
+        unsigned long long* r = rec + 5 * blockIdx.x;
+        r[0] = mb_smid(); r[1] = c0; r[2] = c1; r[3] = g0; r[4] = g1;
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) s += (acc[c][0] + acc[c][1]) + (acc[c][2] + acc[c][3]);
+    if (s == -1.2345e30f) out[0] = s;
+}
+
+extern "C" __global__ void mb_mma_tf32_rate(float* out, int iters, float seed, unsigned long long* rec) {
+    mb_mma_body<MB_MMA_CHAINS>(out, iters, seed, rec);
+}
+
+extern "C" __global__ void mb_mma_tf32_latency(float* out, int iters, float seed, unsigned long long* rec) {
+    mb_mma_body<1>(out, iters, seed, rec);
 }
 
 // Smallest nonzero step of %globaltimer seen by one thread.

@@ -40,7 +40,8 @@ class BlockColumns:
     __slots__ = ("order", "sm", "t_dispatch", "t_start", "t_ready", "t_end", "blocked", "pending", "dram_bytes",
                  "fp", "moved", "written", "floor", "added", "scale", "op")
 
-    def __init__(self, order: np.ndarray, graph, gpu, work_scale: np.ndarray | None, gemm: str = "generic"):
+    def __init__(self, order: np.ndarray, graph, gpu, work_scale: np.ndarray | None, gemm: str = "generic",
+                 precision: str = "fp32"):
         n = len(order)
         self.order = view(order.astype(np.int64, copy=False))
         self.sm = column(np.full(n, -1), np.int32)
@@ -49,9 +50,9 @@ class BlockColumns:
         self.blocked = bytearray(n)
         self.pending = bytearray(n)
         self.dram_bytes = column(np.zeros(n), np.float64)
-        self._block_work(order, graph, gpu, work_scale, gemm)
+        self._block_work(order, graph, gpu, work_scale, gemm, precision)
 
-    def _block_work(self, order, graph, gpu, scale, gemm: str) -> None:
+    def _block_work(self, order, graph, gpu, scale, gemm: str, precision: str = "fp32") -> None:
         """A block's FP32 work (the FLOPs its code issues over its op's efficiency), the bytes it moves through
         L2 (reads and writes), its latency floor (one DRAM latency after its work began), its added latency,
         all scaled by its work factor; the factor itself for its DRAM bytes, which are known only when it runs."""
@@ -64,6 +65,8 @@ class BlockColumns:
         added = block_latency_cycles(graph, model)[order]
         flops = graph.flops if graph.issued_flops is None else graph.issued_flops
         eff = np.array([model.efficiency(o) for o in Op])
+        if precision != "fp32":
+            eff[Op.GEMM] /= gemm_precision_factor(model, graph.partition, gpu, precision)
         moved = (read + written) * one
         self.moved = view(moved)
         self.written = view(written)
@@ -89,6 +92,16 @@ class BlockColumns:
                            ("ready_us", self.t_ready), ("end_us", self.t_end)):
             rec[field] = np.asarray(col) * to_us
         return rec
+
+
+def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
+    """FP32 work of a GEMM task at `precision` per unit of its FP32 work (the `gemm_precision` law)."""
+    from megasim.contract.errors import MegasimError
+    law = model.law("gemm_precision")
+    if precision != "3xtf32" or law is None:
+        raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]); "
+                           "known precisions: fp32, 3xtf32")
+    return law.fp_factor(partition, gpu.fp32_flops_per_cycle_per_sm)
 
 
 def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:

@@ -85,7 +85,8 @@ class Kernel:
     A `persistent` kernel keeps its first wave of blocks resident: a later task starts in the slot its
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
-    `gemm` is the GEMM task's body its code runs (`megasim.contract.resources.GEMM_BODIES`).
+    `gemm` is the GEMM task's body its code runs (`megasim.contract.resources.GEMM_BODIES`), `precision` its
+    products' arithmetic (`PRECISIONS`; "3xtf32" needs a `gemm_precision` law).
     """
 
     tasks: np.ndarray
@@ -96,6 +97,7 @@ class Kernel:
     persistent: bool = False
     ready: ReadyQueue | None = None
     gemm: str = "generic"
+    precision: str = "fp32"
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +130,8 @@ class _Machine:
         self.check_cost = model.wait_check_cycles
         self.dram_cost = [1.0 / model.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
-        self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op), kernels[0].gemm)
+        self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op), kernels[0].gemm,
+                                              kernels[0].precision)
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added

@@ -25,22 +25,24 @@ class SimpyInterpreter:
     name = "simpy"
 
     def __init__(self, gpu: GPUModel, policy: str = DEFAULT_POLICY, policy_options: dict | None = None,
-                 gemm: str = "generic", self_reset: bool = False, transform_filters: bool = True):
+                 gemm: str = "generic", self_reset: bool = False, transform_filters: bool = True,
+                 precision: str = "fp32"):
         self.gpu = gpu
         self.policy = policy
         self.policy_options = policy_options
         self.gemm = gemm
         self.self_reset = self_reset
         self.transform_filters = transform_filters
+        self.precision = precision
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
         check_kernel_build(graph.layer, graph.partition, self.gemm)
         policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
-            kernels = fused_kernels(graph, mapping, config.mode, self.gemm, self.self_reset)
+            kernels = fused_kernels(graph, mapping, config.mode, self.gemm, self.self_reset, self.precision)
             gpu = gpu.for_megakernel()
         else:
-            kernels = [k for k in nonfused_kernels(graph, self.gemm, self.transform_filters)
+            kernels = [k for k in nonfused_kernels(graph, self.gemm, self.transform_filters, self.precision)
                        if config.launch in ("nonfused", k.name)]
             policy = (DEFAULT_POLICY, None) if self.policy == "replay" else policy
         raw = run_kernels(graph, kernels, gpu, *policy, seed=config.seed)

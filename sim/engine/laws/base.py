@@ -18,6 +18,8 @@ The mechanisms, each a method a law may answer (`MECHANISMS`):
   Default: not at all.
 - `queue_pop`: what taking a task from the ready queue costs (ready_queue mode only). Default: nothing
   beyond the persistent loop's per-task overhead.
+- `gemm_precision`: what a GEMM task is worth in FP32 work when its products run on tensor cores (a
+  3xtf32 run). Default: none; a 3xtf32 run without such a law is refused.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.registry import Registry
 
 MODEL_LAWS: Registry = Registry("model law")
-MECHANISMS = ("fp32_sharing", "gemm_constants", "work_factors", "neighbour_stretch", "queue_pop")
+MECHANISMS = ("fp32_sharing", "gemm_constants", "work_factors", "neighbour_stretch", "queue_pop", "gemm_precision")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,70 @@
+"""The simulator's prediction for a 3xTF32 GEMM on the 13 paper layers, written before any such kernel exists.
+
+    python docs/results/tensor_core/predict.py docs/results/tensor_core      # any machine, about a minute
+
+For each paper layer at batch 64, each Winograd variant F(2x2), F(4x4), F(6x6), fused (static, the paper's
+mapping) and non-fused, with the warp GEMM body where it tiles the layer (else the generic one): the calibrated
+H200 profile's prediction with FP32 FFMA products, and with 3xTF32 products (the same profile plus the
+`tensor_core_gemm` law, its constants measured by `mma_rate.py`, its efficiency ratio the declared 1). Also the
+GEMM stage alone (the non-fused GEMM kernel). Writes OUT/predicted_3xtf32.json and OUT/predicted_3xtf32.md.
+"""
+import json
+import sys
+from pathlib import Path
+
+from megasim.app.calibrate.profile import simulation_model
+from megasim.app.catalog import layer_names, load_layer, partition_for
+from megasim.contract.graph import build_graph
+from megasim.contract.interpreter import RunConfig
+from megasim.contract.mapping import make
+from megasim.contract.problem import WinogradVariant
+from megasim.contract.resources import check_kernel_build, gemm_warp_tiled, warp_partition
+from megasim.contract.errors import MegasimError
+from megasim.engine.interpreter import SimpyInterpreter
+from dataclasses import replace
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    gpu, note, _ = simulation_model("h200")
+    law_names = [x.name for x in gpu.model.laws] + ["tensor_core_gemm"]
+    tc = replace(gpu, model=gpu.model.with_laws(law_names, {}))
+    rows = []
+    for name in layer_names()[:13]:
+        layer = load_layer(name)
+        base = partition_for(layer, "h200")
+        for m in (2, 4, 6):
+            variant = WinogradVariant(m)
+            wide = warp_partition(layer, base)
+            gemm, part = ("warp", wide) if gemm_warp_tiled(layer, wide) else ("generic", base)
+            try:
+                check_kernel_build(layer, part, gemm)
+            except MegasimError:
+                continue
+            graph = build_graph(layer, variant, part)
+            mapping = make(graph, "paper")
+            row = {"layer": name, "variant": m, "gemm": gemm}
+            for precision, model in (("fp32", gpu), ("3xtf32", tc)):
+                sim = SimpyInterpreter(model, gemm=gemm, precision=precision)
+                row[f"fused_{precision}_us"] = sim.run(graph, mapping, RunConfig("fused")).time_us
+                row[f"nonfused_{precision}_us"] = sim.run(graph, None, RunConfig("nonfused")).time_us
+                row[f"gemm_{precision}_us"] = sim.run(graph, None, RunConfig("gemm")).time_us
+            rows.append(row)
+            print(name, m, {k: round(v, 1) for k, v in row.items() if k.endswith("_us")}, flush=True)
+    law = tc.model.law("gemm_precision")
+    doc = {"model": note, "law": {f: getattr(law, f) for f in law.__dataclass_fields__}, "rows": rows}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "predicted_3xtf32.json").write_text(json.dumps(doc, indent=1))
+    lines = ["| layer | F | GEMM body | fused FP32 / 3xTF32 us | non-fused FP32 / 3xTF32 us | GEMM kernel FP32 / 3xTF32 us "
+             "| fused / non-fused, 3xTF32 |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['layer']} | {r['variant']} | {r['gemm']} | {r['fused_fp32_us']:.0f} / {r['fused_3xtf32_us']:.0f} | "
+                     f"{r['nonfused_fp32_us']:.0f} / {r['nonfused_3xtf32_us']:.0f} | {r['gemm_fp32_us']:.0f} / "
+                     f"{r['gemm_3xtf32_us']:.0f} | {r['fused_3xtf32_us'] / r['nonfused_3xtf32_us']:.2f} |")
+    (out / "predicted_3xtf32.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
