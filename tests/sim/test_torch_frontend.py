@@ -220,7 +220,11 @@ def test_settle_keeps_torchs_convolutions_where_the_whole_forward_is_faster(monk
     monkeypatch.setattr(conv_module.Conv2d, "_run_build", slow_build)
     result = mtorch.settle(model, x, reps=3, sync=lambda: None)
     assert result["kept"] == "torch" and result["on_builds"] == 0 and result["megasim_ms"] > result["torch_ms"]
-    assert layer._eager[at] is None and layer.settled == result
+    assert layer.plain and layer.settled == result  # handed back whole: nn.Conv2d's forward, no dispatch
+    calls = []
+    monkeypatch.setattr(conv_module.Conv2d, "_eager_plan", lambda self, x, at: calls.append(at))
+    model(torch.randn(2, 4, 5, 5))  # another shape, too, goes straight to torch's convolution
+    assert not calls
     monkeypatch.setattr(conv_module.Conv2d, "_run_build", lambda self, plan, x: F.conv2d(x, self.weight, padding=1))
     layer._eager[at] = plan
     assert mtorch.settle(model, x, reps=3, sync=lambda: None)["layers"] == 1
@@ -255,3 +259,4 @@ def test_settle_tries_each_layer_on_its_cheaper_host_side(monkeypatch):
     result = mtorch.settle(model, x, reps=3, sync=lambda: None)
     assert result["kept"] == "host" and result["host_ms"] < min(result["megasim_ms"], result["torch_ms"])
     assert a._eager[at] is None and b._eager[at] is plan_b and result["on_builds"] == 1
+    assert not a.plain and not b.plain

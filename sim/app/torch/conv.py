@@ -73,6 +73,7 @@ class Conv2d(nn.Conv2d):
         self._krsc, self._krsc_key = None, None
         self.shape_plans: dict = {}  # input shape -> its plan (what runs, and why: plan.schedule)
         self.settled: dict | None = None  # what `settle` measured of the forward this layer is in
+        self.plain = False  # `settle` handed the layer back to torch: every call is nn.Conv2d's, no dispatch
         self._eager: dict = {}  # (shape, dtype, device, NCHW?) -> the plan an eager call runs, None for torch's
         self._transformed: dict = {}  # plan -> (filters, their Winograd transform U): non-fused builds
         if self._static_reason:
@@ -121,6 +122,8 @@ class Conv2d(nn.Conv2d):
         return not plan.runs_torch
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.plain:
+            return self._conv_forward(x, self.weight, self.bias)  # nn.Conv2d.forward's own call
         records = torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad)
         if records or torch.compiler.is_compiling():
             return self._forward_op(x)
