@@ -5,8 +5,10 @@
 For each paper layer at batch 64, each Winograd variant F(2x2), F(4x4), F(6x6), fused (static, the paper's
 mapping) and non-fused, with the warp GEMM body where it tiles the layer (else the generic one): the calibrated
 H200 profile's prediction with FP32 FFMA products, and with 3xTF32 products (the same profile plus the
-`tensor_core_gemm` law, its constants measured by `mma_rate.py`, its efficiency ratio the declared 1). Also the
-GEMM stage alone (the non-fused GEMM kernel). Writes OUT/predicted_3xtf32.json and OUT/predicted_3xtf32.md.
+`tensor_core_gemm` law, its constants measured by `mma_rate.py`, its efficiency ratio the declared 1); and the
+ceiling a warpgroup body would have, the law at the datasheet's dense TF32 rate (494.7 TFLOP/s: 2048 FLOP per
+cycle per SM at 1830 MHz, `wgmma_us`). Also the GEMM stage alone (the non-fused GEMM kernel). Writes
+OUT/predicted_3xtf32.json and OUT/predicted_3xtf32.md.
 """
 import json
 import sys
@@ -29,6 +31,8 @@ def main() -> int:
     gpu, note, _ = simulation_model("h200")
     law_names = [x.name for x in gpu.model.laws] + ["tensor_core_gemm"]
     tc = replace(gpu, model=gpu.model.with_laws(law_names, {}))
+    wg = replace(gpu, model=gpu.model.with_laws(law_names, {"tensor_core_gemm": {
+        "tf32_flop_per_cycle_per_sm": 2048.0, "tensor_clock_ratio": round(1830 / 1979.49, 4)}}))
     rows = []
     for name in layer_names()[:13]:
         layer = load_layer(name)
@@ -44,23 +48,26 @@ def main() -> int:
             graph = build_graph(layer, variant, part)
             mapping = make(graph, "paper")
             row = {"layer": name, "variant": m, "gemm": gemm}
-            for precision, model in (("fp32", gpu), ("3xtf32", tc)):
+            for label, precision, model in (("fp32", "fp32", gpu), ("3xtf32", "3xtf32", tc), ("wgmma", "3xtf32", wg)):
                 sim = SimpyInterpreter(model, gemm=gemm, precision=precision)
-                row[f"fused_{precision}_us"] = sim.run(graph, mapping, RunConfig("fused")).time_us
-                row[f"nonfused_{precision}_us"] = sim.run(graph, None, RunConfig("nonfused")).time_us
-                row[f"gemm_{precision}_us"] = sim.run(graph, None, RunConfig("gemm")).time_us
+                row[f"fused_{label}_us"] = sim.run(graph, mapping, RunConfig("fused")).time_us
+                row[f"nonfused_{label}_us"] = sim.run(graph, None, RunConfig("nonfused")).time_us
+                row[f"gemm_{label}_us"] = sim.run(graph, None, RunConfig("gemm")).time_us
             rows.append(row)
             print(name, m, {k: round(v, 1) for k, v in row.items() if k.endswith("_us")}, flush=True)
-    law = tc.model.law("gemm_precision")
-    doc = {"model": note, "law": {f: getattr(law, f) for f in law.__dataclass_fields__}, "rows": rows}
+    laws = {label: vars(m.model.law("gemm_precision")) for label, m in (("3xtf32", tc), ("wgmma", wg))}
+    doc = {"model": note, "laws": laws, "rows": rows}
     out.mkdir(parents=True, exist_ok=True)
     (out / "predicted_3xtf32.json").write_text(json.dumps(doc, indent=1))
-    lines = ["| layer | F | GEMM body | fused FP32 / 3xTF32 us | non-fused FP32 / 3xTF32 us | GEMM kernel FP32 / 3xTF32 us "
-             "| fused / non-fused, 3xTF32 |", "|---|---|---|---|---|---|---|"]
+    lines = ["| layer | F | GEMM body | fused FP32 / 3xTF32 / wgmma us | non-fused FP32 / 3xTF32 / wgmma us | "
+             "GEMM kernel FP32 / 3xTF32 / wgmma us | fused / non-fused, 3xTF32 |", "|---|---|---|---|---|---|---|"]
+
+    def three(r, kind):
+        return " / ".join(f"{r[f'{kind}_{label}_us']:.0f}" for label in ("fp32", "3xtf32", "wgmma"))
+
     for r in rows:
-        lines.append(f"| {r['layer']} | {r['variant']} | {r['gemm']} | {r['fused_fp32_us']:.0f} / {r['fused_3xtf32_us']:.0f} | "
-                     f"{r['nonfused_fp32_us']:.0f} / {r['nonfused_3xtf32_us']:.0f} | {r['gemm_fp32_us']:.0f} / "
-                     f"{r['gemm_3xtf32_us']:.0f} | {r['fused_3xtf32_us'] / r['nonfused_3xtf32_us']:.2f} |")
+        lines.append(f"| {r['layer']} | {r['variant']} | {r['gemm']} | {three(r, 'fused')} | {three(r, 'nonfused')} | "
+                     f"{three(r, 'gemm')} | {r['fused_3xtf32_us'] / r['nonfused_3xtf32_us']:.2f} |")
     (out / "predicted_3xtf32.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
