@@ -10,9 +10,9 @@
 (`conv`); `convert` swaps layers (`convert`); `Schedules` says where each
 shape's schedule comes from: mapping files, the disk cache, or a simulator
 search (`schedules`); `prepare` makes the schedules and compiles the kernels
-of a whole model in parallel (`prepare`); `settle` keeps the layers' eager choices
-only where the whole forward is faster than with torch's convolutions
-(`settle`). `release` frees the compiled plans' device memory.
+of a whole model in parallel (`prepare`); `settle` times the whole forward with
+the layers' eager choices, on their cheaper host sides and as torch's own
+network, and keeps the fastest (`settle`). `release` frees the compiled plans' device memory.
 
 This package imports without torch, CuPy or a GPU: `Schedules` and the
 eligibility rules work anywhere. The names that need torch load on first

@@ -1,4 +1,4 @@
-"""`settle(model, *inputs)`: keep the converted layers' eager choices only where the whole forward is faster.
+"""`settle(model, *inputs)`: keep the converted layers' eager choices, or torch's network, whichever forward is faster.
 
 Each layer's eager race (`eager.race`) times one layer alone. Inside a network the layers overlap: at batch 1
 the host issues a layer while the GPU still runs the one before, so a layer's GPU time can hide behind the next
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from megasim.app.torch.conv import Conv2d, eager_key
+from megasim.app.torch.eager import layout_of
 
 REPS = 10
 
@@ -34,15 +35,16 @@ def _forward_ms(model, inputs, sync) -> float:
 PLAIN = "plain"  # the torch choice: every megasim layer of the forward runs as a plain nn.Conv2d (`Conv2d.plain`)
 
 
-def _candidates(seen: list[tuple]) -> dict[str, dict]:
-    """The choices worth timing, each {(layer, eager key): plan or None}: the layers' own (their races), each
-    layer on the side whose eager call costs less host time (what a host-bound forward waits on) where that
-    differs, and torch's network itself (`PLAIN`: the layers as plain nn.Conv2d, no megasim dispatch)."""
+def _candidates(seen: dict[tuple, str]) -> dict[str, dict]:
+    """The choices worth timing for the calls `seen` ({(layer, eager key): the input's layout, as the eager race
+    names it}), each {(layer, eager key): plan or None}: the layers' own (their races), each layer on the side
+    whose eager call costs less host time (what a host-bound forward waits on) where that differs, and torch's
+    network itself (`PLAIN`: the layers as plain nn.Conv2d, no megasim dispatch)."""
     own = {(layer, at): layer._eager.get(at) for layer, at in seen}
     host = {}
-    for layer, at in own:
+    for (layer, at), layout in seen.items():
         plan = layer.shape_plans.get(tuple(at[0]))
-        verdict = plan.eager.get("nchw" if at[3] else "channels_last") if plan is not None else None
+        verdict = plan.eager.get(layout) if plan is not None else None
         host[(layer, at)] = own[(layer, at)] if verdict is None else (None if verdict.torch_host_cheaper else plan)
     options = {"megasim": own, "torch": PLAIN}
     if host != own and any(p is not None for p in host.values()):
@@ -51,18 +53,18 @@ def _candidates(seen: list[tuple]) -> dict[str, dict]:
 
 
 def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict:
-    """Time `model(*inputs)` (no gradient) with its layers' eager choices, with torch's convolution in every
-    megasim layer it calls, and with each layer on its cheaper host side; keep the fastest. Returns
+    """Time `model(*inputs)` (no gradient) with its layers' eager choices, with each layer on its cheaper host
+    side, and as torch's network (every megasim layer it calls plain); keep the fastest. Returns
     {"megasim_ms", "torch_ms", "host_ms" (None where that choice is one of the others), "kept", "layers" (calls
     of megasim layers, per layer and input), "on_builds" (of those, how many run a build now)}."""
     sync = sync or torch.cuda.synchronize
     layers = [m for m in model.modules() if isinstance(m, Conv2d)]
     for layer in layers:
         layer.plain = False  # an earlier settle's choice is timed again
-    seen: list[tuple] = []
+    seen: dict[tuple, str] = {}  # (layer, eager key) -> the input's layout, in calling order
 
     def record(layer, args):
-        seen.append((layer, eager_key(args[0])))
+        seen[(layer, eager_key(args[0]))] = layout_of(args[0])
 
     hooks = [layer.register_forward_pre_hook(record) for layer in layers]
     with torch.no_grad():
@@ -71,7 +73,6 @@ def settle(model: torch.nn.Module, *inputs, reps: int = REPS, sync=None) -> dict
         finally:
             for hook in hooks:
                 hook.remove()
-        seen = list(dict.fromkeys(seen))
         options = _candidates(seen)
         ours = [key for key, plan in options["megasim"].items() if plan is not None]
         if not ours and "host" not in options:
