@@ -126,6 +126,18 @@ def measure_l2(b: _Bench, reps: int, dram_gbps: float | None = None) -> dict:
     return {"l2_bytes": b.l2, "sweep": sweep, **knee, "gbps": knee["l2_gbps"], "load": "ld.global.cg (L2, no L1)"}
 
 
+def _per_sm_rates(r: np.ndarray, flops_block: float) -> tuple[list, list]:
+    """From per-block records (SM, clock64 start, end, %globaltimer start, end): each SM's FLOP per cycle (its
+    blocks' FLOPs over the span of its clock) and its clock in MHz (cycles over nanoseconds)."""
+    per_sm, mhz = [], []
+    for s in np.unique(r[:, 0]):
+        on = r[r[:, 0] == s]
+        cyc = on[:, 2].max() - on[:, 1].min()
+        per_sm.append(len(on) * flops_block / cyc)
+        mhz.append(cyc / (on[:, 4].max() - on[:, 3].min()) * 1e3)
+    return per_sm, mhz
+
+
 def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
     cp = b.cp
     blocks, nt = b.sms * 2, 1024
@@ -135,13 +147,7 @@ def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
     t = b.time_us(launch, reps, warmup=1)
     r = rec.get().reshape(blocks, 5).astype(np.int64)
     flops_block = nt * iters * 16 * 8 * 2
-    per_sm, mhz = [], []
-    for s in np.unique(r[:, 0]):
-        on = r[r[:, 0] == s]
-        cyc = on[:, 2].max() - on[:, 1].min()
-        ns = on[:, 4].max() - on[:, 3].min()
-        per_sm.append(len(on) * flops_block / cyc)
-        mhz.append(cyc / ns * 1e3)
+    per_sm, mhz = _per_sm_rates(r, flops_block)
     res = cp.zeros(1, dtype=cp.uint64)
     b.fn("mb_timer_resolution")((1,), (1,), (res, np.int32(100000)))
     total = blocks * flops_block
@@ -156,7 +162,7 @@ def measure_fp32(b: _Bench, reps: int, iters: int = 16384) -> dict:
 def measure_mma_tf32(b: _Bench, reps: int, iters: int = 4096) -> dict:
     """Tensor cores, TF32 mma.sync m16n8k8 with FP32 accumulation: the rate with 8 independent accumulators per
     warp and 32 warps per SM (FLOP per cycle per SM, TFLOP/s), and the latency of one dependent chain in one
-    warp (cycles per mma). A 3xTF32 GEMM issues three of these per product (`megasim.contract` precision)."""
+    warp (cycles per mma). A 3xTF32 GEMM issues three of these per product (the `tensor_core_gemm` law)."""
     cp = b.cp
     blocks, nt, chains, flop_mma = b.sms * 4, 256, 8, 2 * 16 * 8 * 8
     rec = cp.zeros(5 * blocks, dtype=cp.uint64)
@@ -164,12 +170,7 @@ def measure_mma_tf32(b: _Bench, reps: int, iters: int = 4096) -> dict:
     t = b.time_us(lambda: fn((blocks,), (nt,), (b.sink, np.int32(iters), np.float32(1e-3), rec)), reps, warmup=1)
     r = rec.get().reshape(blocks, 5).astype(np.int64)
     flops_block = (nt // 32) * iters * chains * flop_mma
-    per_sm, mhz = [], []
-    for s in np.unique(r[:, 0]):
-        on = r[r[:, 0] == s]
-        cyc = on[:, 2].max() - on[:, 1].min()
-        per_sm.append(len(on) * flops_block / cyc)
-        mhz.append(cyc / (on[:, 4].max() - on[:, 3].min()) * 1e3)
+    per_sm, mhz = _per_sm_rates(r, flops_block)
     lat = cp.zeros(5, dtype=cp.uint64)
     lat_iters = 4096
     b.fn("mb_mma_tf32_latency")((1,), (32,), (b.sink, np.int32(lat_iters), np.float32(1e-3), lat))

@@ -94,13 +94,17 @@ class BlockColumns:
         return rec
 
 
+PRECISIONS = ("fp32", "3xtf32")  # a GEMM's products: FP32 FFMA, or three TF32 tensor-core passes
+
+
 def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
-    """FP32 work of a GEMM task at `precision` per unit of its FP32 work (the `gemm_precision` law)."""
+    """FP32 work of a GEMM task at `precision` (not fp32) per unit of its FP32 work (the `gemm_precision` law)."""
     from megasim.contract.errors import MegasimError
+    if precision not in PRECISIONS:
+        raise MegasimError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
     law = model.law("gemm_precision")
-    if precision != "3xtf32" or law is None:
-        raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]); "
-                           "known precisions: fp32, 3xtf32")
+    if law is None:
+        raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"])")
     return law.fp_factor(partition, gpu.fp32_flops_per_cycle_per_sm)
 
 

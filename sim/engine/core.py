@@ -86,7 +86,7 @@ class Kernel:
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
     `gemm` is the GEMM task's body its code runs (`megasim.contract.resources.GEMM_BODIES`), `precision` its
-    products' arithmetic (`PRECISIONS`; "3xtf32" needs a `gemm_precision` law).
+    products' arithmetic (`megasim.engine.blocks.PRECISIONS`; "3xtf32" needs a `gemm_precision` law).
     """
 
     tasks: np.ndarray
@@ -131,7 +131,7 @@ class _Machine:
         self.dram_cost = [1.0 / model.dram_access_efficiency.get(OP_NAMES[op], 1.0) for op in Op]
         order = np.concatenate([k.tasks for k in kernels])
         self.blocks = cols = BlockColumns(order, graph, gpu, run_scale(kernels, gpu, seed, graph.op), kernels[0].gemm,
-                                              kernels[0].precision)
+                                          kernels[0].precision)
         self.order, self.sm, self.pending, self.scale, self.op = cols.order, cols.sm, cols.pending, cols.scale, cols.op
         self.t_dispatch, self.t_start, self.t_ready, self.t_end = cols.t_dispatch, cols.t_start, cols.t_ready, cols.t_end
         self.written, self.moved, self.fp, self.floor, self.added = cols.written, cols.moved, cols.fp, cols.floor, cols.added

@@ -32,22 +32,8 @@ from megasim.app.torch import conv as mconv, ops
 HERE = Path(__file__).resolve().parent
 
 
-def host_us(fn, calls: int, loops: int) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(loops):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
-
-
 def per_call(calls: int, loops: int) -> list[dict]:
+    host_us = _load("host_time").host_us  # the same measurement as host_time.md's
     dev = torch.device("cuda")
     rows = []
     ident = torch.nn.Identity()
@@ -97,8 +83,9 @@ def per_call(calls: int, loops: int) -> list[dict]:
     return rows
 
 
-def _models():
-    spec = importlib.util.spec_from_file_location("torch_h200_models", HERE / "models.py")
+def _load(name: str):
+    """A sibling script of this folder as a module (models.py, host_time.py)."""
+    spec = importlib.util.spec_from_file_location(f"torch_h200_{name}", HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -126,7 +113,7 @@ def forward_times(fns: dict, reps: int = 30) -> dict:
 
 
 def networks() -> list[dict]:
-    models = _models()
+    models = _load("models")
     torch.manual_seed(0)
     rows = []
     for name, side in (("resnet18", 224), ("resnet34", 224), ("unet", 256)):

@@ -30,6 +30,11 @@ def is_channels_last(x: torch.Tensor) -> bool:
     return x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous()
 
 
+def build_layout(x: torch.Tensor) -> str:
+    """Which build of a plan reads `x` as it is: "nhwc" for channels_last, else "nchw" (after `contiguous()`)."""
+    return "nhwc" if is_channels_last(x) else "nchw"
+
+
 def _out(x: torch.Tensor, nhwc: torch.Tensor) -> torch.Tensor:
     y = nhwc.permute(0, 3, 1, 2)
     return y if is_channels_last(x) else y.contiguous()
@@ -51,12 +56,12 @@ def run(plan, x: torch.Tensor, w_krsc: torch.Tensor, kept: dict | None = None) -
     as it is (an NHWC build for channels_last, an NCHW build for contiguous x). `kept`, a layer's own dict,
     holds its transformed filters for a non-fused build (`transformed`), so a call launches three kernels."""
     n, _, h, w = x.shape
-    if x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
-        layout = "nhwc"
+    layout = build_layout(x)
+    if layout == "nhwc":
         y = torch.empty((n, w_krsc.shape[0], h, w), device=x.device, memory_format=torch.channels_last)
     else:
         x = x.contiguous()  # a no-op for NCHW; any other strides are read as NCHW
-        layout, y = "nchw", torch.empty((n, w_krsc.shape[0], h, w), device=x.device)
+        y = torch.empty((n, w_krsc.shape[0], h, w), device=x.device)
     stream = current_stream(plan.device)
     b = plan.builds.get(layout)
     if b is not None and b.checked:
@@ -135,4 +140,4 @@ class WinogradConv3x3(torch.autograd.Function):
         return gx, gw, None, None
 
 
-__all__ = ["winograd_conv3x3", "WinogradConv3x3", "krsc", "is_channels_last", "run", "run_on_device", "current_stream"]
+__all__ = ["winograd_conv3x3", "WinogradConv3x3", "krsc", "is_channels_last", "build_layout", "run", "run_on_device", "current_stream"]

@@ -45,7 +45,7 @@ class Build:
     def launch(self, x: int, w: int, y: int, stream: int, u: int = 0) -> None:
         if self.filters is not None and not u:
             u = self._own_u
-            self.filters.launch(0, w, 0, stream, u)
+            self.transform_filters(w, u, stream)
         self.bound.launch(x, w, y, stream, u)
 
     def transform_filters(self, w: int, u: int, stream: int) -> None:

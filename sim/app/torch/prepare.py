@@ -18,7 +18,7 @@ from torch import nn
 
 from megasim.app.torch import plans
 from megasim.app.torch.conv import Conv2d, device_index
-from megasim.app.torch.ops import is_channels_last
+from megasim.app.torch.ops import build_layout
 from megasim.app.torch.parallel import prepare_shapes
 from megasim.app.torch.schedules import shape_name
 
@@ -32,8 +32,7 @@ def _shapes_of(layers: list[Conv2d]):
         def run(x):
             if layer.megakernel_reason(x) is None:
                 n, c, h, w = x.shape
-                layout = "nhwc" if is_channels_last(x) else "nchw"
-                seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x), layout))
+                seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x), build_layout(x)))
             return nn.Conv2d.forward(layer, x)
         return run
 
