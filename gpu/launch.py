@@ -15,6 +15,12 @@ launch path costs about 5 us a kernel from Python on an H200 host, the bound
 call about 4 (docs/results/torch_h200/host_time.md, 2026-11-29), the rest of
 CuPy's per-call work (wrapping arrays and streams) is gone, and at batch 1
 every layer of a network waits on the host.
+
+`GraphLaunch` goes one step further for a sequence of several kernels (a
+non-fused build's three): it makes them one CUDA graph, so a call is one
+`cuGraphLaunch`, after rewriting only the kernel nodes whose pointers changed
+since the last call (`cuGraphExecKernelNodeSetParams`, which copies the
+arguments and touches nothing in flight).
 """
 from __future__ import annotations
 
@@ -73,11 +79,7 @@ def _driver_launch():
     launch = getattr(cp.cuda.driver, "launchKernel", None)
     if launch is not None:
         return launch
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-    except OSError as exc:
-        raise MegasimError(f"cannot load the CUDA driver (libcuda.so.1): {exc}") from None
-    launch = lib.cuLaunchKernel
+    launch = _libcuda().cuLaunchKernel
     launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
     launch.restype = ctypes.c_int
 
@@ -120,6 +122,91 @@ class DriverLaunch:
             call(*before, stream, *after)
 
 
+class _NodeParams(ctypes.Structure):
+    """CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h, CUDA 12): `kern` and `ctx` left null, so `func` in the current
+    context is what runs."""
+
+    _fields_ = [("func", ctypes.c_void_p), ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared_mem", ctypes.c_uint), ("kernel_params", ctypes.c_void_p), ("extra", ctypes.c_void_p),
+                ("kern", ctypes.c_void_p), ("ctx", ctypes.c_void_p)]
+
+
+def _libcuda():
+    try:
+        return ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        raise MegasimError(f"cannot load the CUDA driver (libcuda.so.1): {exc}") from None
+
+
+class GraphLaunch:
+    """Kernel `steps` as one CUDA graph, a chain in their order: `launch(x_ptr, w_ptr, y_ptr, stream_ptr,
+    u_ptr)` updates the nodes that read a slot whose pointer changed, then launches the graph once.
+
+    For host-bound callers outside a CUDA graph capture (a capture records `DriverLaunch`'s kernels
+    instead). The graph belongs to the device current when it is made. Driver errors raise MegasimError.
+    """
+
+    def __init__(self, steps):
+        if any(isinstance(step, Copy) for step in steps):
+            raise MegasimError("GraphLaunch takes kernel steps only")
+        lib = self._lib = _libcuda()
+        self.slots = {name: ctypes.c_uint64(0) for name in SLOTS}
+        self._last = dict.fromkeys(SLOTS, 0)
+        self._keep, self._nodes, self._params, readers = [], [], [], {name: [] for name in SLOTS}
+        graph = ctypes.c_void_p()
+        self._check(lib.cuGraphCreate(ctypes.byref(graph), 0), "cuGraphCreate")
+        self._graph = graph
+        for i, step in enumerate(steps):
+            values = [self.slots[a] if isinstance(a, str) else ctypes.c_uint64(_ptr(a)) for a in step.args]
+            array = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+            params = _NodeParams(func=_function_ptr(step.function), kernel_params=ctypes.addressof(array))
+            params.grid[:], params.block[:] = (step.grid, 1, 1), (step.block, 1, 1)
+            node, deps = ctypes.c_void_p(), (ctypes.c_void_p * 1)(*self._nodes[-1:])
+            self._check(lib.cuGraphAddKernelNode_v2(ctypes.byref(node), graph, deps, len(self._nodes[-1:]),
+                                                    ctypes.byref(params)), "cuGraphAddKernelNode")
+            self._keep += [values, array]
+            self._nodes.append(node)
+            self._params.append(ctypes.byref(params))
+            self._keep.append(params)
+            for name in {a for a in step.args if isinstance(a, str)}:
+                readers[name].append(i)
+        self._readers = readers
+        exe = ctypes.c_void_p()
+        self._check(lib.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, ctypes.c_ulonglong(0)),
+                    "cuGraphInstantiate")
+        self._exec = exe
+        self._set, self._launch = lib.cuGraphExecKernelNodeSetParams_v2, lib.cuGraphLaunch
+
+    def launch(self, x: int, w: int, y: int, stream: int, u: int = 0) -> None:
+        last, dirty = self._last, set()
+        for name, value in ((X, x), (W, w), (Y, y), (U, u)):
+            if last[name] != value:
+                last[name] = self.slots[name].value = value
+                dirty.update(self._readers[name])
+        for i in dirty:
+            rc = self._set(self._exec, self._nodes[i], self._params[i])
+            if rc:
+                last.update(dict.fromkeys(SLOTS, 0))
+                self._check(rc, "cuGraphExecKernelNodeSetParams")
+        rc = self._launch(self._exec, ctypes.c_void_p(stream))
+        if rc:
+            self._check(rc, "cuGraphLaunch")
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc:
+            name = ctypes.c_char_p()
+            self._lib.cuGetErrorName(rc, ctypes.byref(name))
+            raise MegasimError(f"CUDA driver error {(name.value or b'?').decode()} ({rc}) in {what}")
+
+    def __del__(self):
+        lib = getattr(self, "_lib", None)
+        if lib is not None:
+            if getattr(self, "_exec", None):
+                lib.cuGraphExecDestroy(self._exec)
+            if getattr(self, "_graph", None):
+                lib.cuGraphDestroy(self._graph)
+
+
 def _function_ptr(function) -> int:
     """The driver's CUfunction of a CuPy RawKernel (which wraps it) or Function."""
     return int(getattr(function, "kernel", function).ptr)
@@ -130,4 +217,4 @@ def _ptr(a) -> int:
     return a if isinstance(a, int) else a.data.ptr
 
 
-__all__ = ["Copy", "Kernel", "X", "W", "Y", "U", "run_cupy", "DriverLaunch"]
+__all__ = ["Copy", "Kernel", "X", "W", "Y", "U", "run_cupy", "DriverLaunch", "GraphLaunch"]

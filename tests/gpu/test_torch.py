@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
 
 import megasim.torch as mtorch  # noqa: E402
-from megasim.gpu.launch import DriverLaunch  # noqa: E402
+from megasim.gpu.launch import GraphLaunch  # noqa: E402
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA device")]
 
@@ -61,13 +61,13 @@ def test_converted_network_matches_torch_fp32(nets, name, monkeypatch):
     assert info["failed"] == {}
     with torch.no_grad():
         converted(x)  # the first eager call races each plan's build against torch's convolution (eager.race)
-    launched, launch = [], DriverLaunch.launch
+    launched, launch = [], GraphLaunch.launch
 
     def counted(bound, *args, **kwargs):
         launched.append(bound)
         return launch(bound, *args, **kwargs)
 
-    monkeypatch.setattr(DriverLaunch, "launch", counted)
+    monkeypatch.setattr(GraphLaunch, "launch", counted)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("error", mtorch.FallbackWarning)
         y, want = converted(x), reference(x)

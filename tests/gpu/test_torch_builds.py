@@ -107,6 +107,25 @@ def test_the_eager_path_gives_the_operators_bits_in_either_layout_without_a_warn
     assert rel(eager, F.conv2d(x, conv.weight, conv.bias, padding=1)) < LAYER_TOLERANCE
 
 
+@pytest.mark.parametrize("build", [Build("fused", 4, "static", "warp"), Build("nonfused", 4, "static", "warp")],
+                         ids=lambda b: b.label)
+def test_eager_graph_launches_follow_every_calls_pointers(tmp_path, build):
+    """An eager call is one CUDA graph launch whose nodes keep the last call's pointers: two layers of one
+    shape (one plan, two sets of kept filters) on two inputs, taking turns, each give what the custom op's
+    kernel-by-kernel launch gives for the same layer and input."""
+    schedules = mtorch.Schedules(mapping_dir=mapping_dir(tmp_path, build), backend="megasim")
+    a, x1 = conv_with(schedules)
+    b = mtorch.Conv2d(C, K, 3, padding=1, bias=False, schedules=schedules).cuda()
+    x2 = torch.randn_like(x1)
+    with torch.no_grad():
+        a(x1), b(x1)
+        assert a.shape_plans[tuple(x1.shape)] is b.shape_plans[tuple(x1.shape)]
+        eager = [(conv, x, conv(x)) for _ in range(2) for conv in (a, b) for x in (x1, x2)]
+    for conv, x, y in eager:
+        assert torch.equal(y, conv(x.clone().requires_grad_()).detach())
+    assert not torch.equal(eager[0][2], eager[1][2]) and not torch.equal(eager[0][2], eager[2][2])
+
+
 def test_release_retires_the_plans_eager_calls_hold(tmp_path):
     conv, x = conv_with(mtorch.Schedules(mapping_dir=mapping_dir(tmp_path, Build("fused", 4, "static", "warp")),
                                          backend="megasim"))

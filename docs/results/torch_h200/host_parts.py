@@ -6,7 +6,8 @@ Part 1, per call (host us: `calls` back-to-back calls, no synchronisation, / cal
 ResNet-18 shapes at batch 1 (1x64x56x56, 1x128x28x28): the whole megasim `Conv2d` call (build forced, each
 layout), the same layer with torch's convolution chosen (the wrapper's own cost), torch's `nn.Conv2d`, and
 each step of the call timed alone: the module call of an `nn.Identity`, the eager key, `torch.empty` in
-channels_last, the filter cache, the stream handle, the bound launch, `ops.run`, the NCHW transposes.
+channels_last, the filter cache, the stream handle, the bound launch (kernel by kernel, filters transformed),
+the graph launch an eager call makes (filters kept), `ops.run`, the NCHW transposes.
 
 Part 2, per network at batch 1 (ResNet-18, ResNet-34, UNet), NCHW and channels_last: the forward's host
 time (perf_counter until `net(x)` returns, the GPU idle at the start) and its wall time (until the GPU is
@@ -74,6 +75,9 @@ def per_call(calls: int, loops: int) -> list[dict]:
                    "is_compiling": host_us(torch.compiler.is_compiling, calls, loops),
                    "bound launch": host_us(lambda: plan.builds["nhwc"].launch(x_cl.data_ptr(), wk.data_ptr(),
                                                                                y_nhwc.data_ptr(), raw), calls, loops),
+                   "graph launch": host_us(lambda: plan.builds["nhwc"].graph.launch(
+                       x_cl.data_ptr(), wk.data_ptr(), y_nhwc.data_ptr(), raw, plan.builds["nhwc"]._own_u), calls,
+                       loops),
                    "ops.run cl": host_us(lambda: ops.run(plan, x_cl, wk), calls, loops),
                    "ops.run nchw": host_us(lambda: ops.run(plan, x, wk), calls, loops),
                    "ops.run_on_device cl": host_us(lambda: ops.run_on_device(plan, x_cl, wk), calls, loops),

@@ -11,7 +11,9 @@ time of `calls` back-to-back calls with no synchronisation in between, divided b
 - `torch nchw`, `torch cl`: the same layer as a torch `nn.Conv2d` (cudnn.benchmark on, TF32 off);
 - `cupy launch`: an empty CuPy `RawKernel` with three array arguments on torch's stream (an ExternalStream
   made once), the floor the target is measured from;
-- `driver launch`: the same empty kernel through `gpu.launch.DriverLaunch`, megasim's own launch path;
+- `driver launch`: the same empty kernel through `gpu.launch.DriverLaunch`, what a CUDA graph capture records;
+- `graph launch`: the same empty kernel as a one-node CUDA graph (`gpu.launch.GraphLaunch`), how megasim's
+  eager calls launch;
 - `custom_op`, `library.define`: an operator that allocates its output and does nothing else, registered
   each way and called through `torch.ops`, to price the registration a compiled graph needs.
 
@@ -30,7 +32,7 @@ import cupy as cp
 import torch
 
 import megasim.torch as mtorch
-from megasim.gpu.launch import DriverLaunch, Kernel, W, X, Y
+from megasim.gpu.launch import DriverLaunch, GraphLaunch, Kernel, W, X, Y
 
 SHAPES = ((64, 56), (128, 28), (256, 14), (512, 7))  # (channels, image side) of ResNet-18's 3x3 stride-1 layers
 EMPTY = r'extern "C" __global__ void empty(const float* x, const float* w, float* y) {}'
@@ -82,6 +84,7 @@ def main() -> int:
     empty = cp.RawKernel(EMPTY, "empty")
     a, b, c = (cp.zeros(64, dtype=cp.float32) for _ in range(3))
     driver = DriverLaunch([Kernel(empty.kernel, 1, 32, (X, W, Y))])
+    graph = GraphLaunch([Kernel(empty.kernel, 1, 32, (X, W, Y))])
     lib, alloc_op, alloc_def = registrations()
     raw = torch.cuda.current_stream().cuda_stream
     layers = []
@@ -114,10 +117,12 @@ def main() -> int:
                                           args.loops),
                    "driver launch": host_us(lambda: driver.launch(a.data.ptr, b.data.ptr, c.data.ptr, raw),
                                             args.calls, args.loops),
+                   "graph launch": host_us(lambda: graph.launch(a.data.ptr, b.data.ptr, c.data.ptr, raw),
+                                           args.calls, args.loops),
                    "custom_op": host_us(lambda: alloc_op(x), args.calls, args.loops),
                    "library.define": host_us(lambda: alloc_def(x), args.calls, args.loops)}
             rows.append(row)
-    cols = ["megasim nchw", "megasim cl", "torch nchw", "torch cl", "cupy launch", "driver launch", "custom_op",
+    cols = ["megasim nchw", "megasim cl", "torch nchw", "torch cl", "cupy launch", "driver launch", "graph launch", "custom_op",
             "library.define"]
     lines = [f"host us per call ({args.calls} calls, median of {args.loops} loops), {torch.cuda.get_device_name()}",
              "", "| shape | " + " | ".join(cols) + " | megasim - cupy launch (nchw / cl) |",

@@ -66,7 +66,7 @@ def run(plan, x: torch.Tensor, w_krsc: torch.Tensor, kept: dict | None = None) -
     b = plan.builds.get(layout)
     if b is not None and b.checked:
         u = transformed(plan, b, w_krsc, kept, stream) if b.filters is not None and kept is not None else 0
-        b.launch(x.data_ptr(), w_krsc.data_ptr(), y.data_ptr(), stream, u)
+        b.launch(x.data_ptr(), w_krsc.data_ptr(), y.data_ptr(), stream, u, torch.cuda.is_current_stream_capturing())
     else:
         plan.launch(x.data_ptr(), w_krsc.data_ptr(), y.data_ptr(), stream, torch.cuda.is_current_stream_capturing(),
                     layout)
