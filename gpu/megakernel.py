@@ -63,13 +63,13 @@ def _static_occupancy(cp, graph: TaskGraph, build: dict) -> int:
 
 def fused_module(graph: TaskGraph, mode: str = "static", *, ticket: bool = True, trace: bool = False,
                  spin_limit_ns: int = 2_000_000_000, k_step: int = GEMM_K_STEP, gemm: str = "generic",
-                 layout: str = "nhwc", self_reset: bool = False):
+                 layout: str = "nhwc", self_reset: bool = False, precision: str = "fp32"):
     """The compiled build `FusedConv` runs for `graph` in `mode` (a resident mode compiles the static build
     first, for its occupancy). Precompiling in a worker process with the same arguments fills CuPy's disk
     cache with exactly what a later `FusedConv` loads."""
     cp = require_cupy()
     build = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm, layout=layout,
-                 self_reset=self_reset)
+                 self_reset=self_reset, precision=precision)
     if mode in RESIDENT_MODES:
         build["min_blocks"] = _static_occupancy(cp, graph, build)
     compiled = module(KernelConfig.of(graph, mode=mode, **build))
@@ -97,12 +97,13 @@ class FusedConv:
     def __init__(self, graph: TaskGraph, mapping, *, ticket: bool = True, trace: bool = False,
                  spin_limit_ns: int = 2_000_000_000, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
                  mode: str = "static", blocks: int | None = None, gemm: str = "generic", layout: str = "nhwc",
-                 self_reset: bool = False):
+                 self_reset: bool = False, precision: str = "fp32"):
         cp = require_cupy()
         self.graph = graph
         self.self_reset = self_reset
         self.module = fused_module(graph, mode, ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns,
-                                   k_step=k_step, gemm=gemm, layout=layout, self_reset=self_reset)
+                                   k_step=k_step, gemm=gemm, layout=layout, self_reset=self_reset,
+                                   precision=precision)
         self.kernel = self.module.function("ms_megakernel")
         self.grid = self._grid(cp, mode, blocks)
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)

@@ -22,10 +22,10 @@ from megasim.contract.graph import TaskGraph
 
 class NonFusedConv:
     def __init__(self, graph: TaskGraph, workspace: Workspace | None = None, k_step: int = GEMM_K_STEP,
-                 gemm: str = "generic", layout: str = "nhwc"):
+                 gemm: str = "generic", layout: str = "nhwc", precision: str = "fp32"):
         self._cp = require_cupy()
         self.graph = graph
-        self.module = module(KernelConfig.of(graph, k_step=k_step, gemm=gemm, layout=layout))
+        self.module = module(KernelConfig.of(graph, k_step=k_step, gemm=gemm, layout=layout, precision=precision))
         self.module.check(graph)
         self.ws = workspace or Workspace(graph)
         self.graphs: dict[tuple, object] = {}

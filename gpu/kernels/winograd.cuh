@@ -192,7 +192,12 @@ __device__ __forceinline__ void ms_cp_wait() { asm volatile("cp.async.wait_group
 #ifndef MS_GEMM_WARP
 #define MS_GEMM_WARP 0
 #endif
-#if MS_GEMM_WARP
+#ifndef MS_GEMM_TF32X3
+#define MS_GEMM_TF32X3 0
+#endif
+#if MS_GEMM_WARP && MS_GEMM_TF32X3
+#include "gemm_tf32x3.cuh"
+#elif MS_GEMM_WARP
 #include "gemm_warp.cuh"
 #else
 __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, float* Mb, int g, int j) {

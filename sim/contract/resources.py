@@ -34,6 +34,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.problem import FLOAT_BYTES, OP_NAMES, Op, Partition
 
 GEMM_BODIES = ("generic", "warp")  # the GEMM task's device functions: winograd.cuh, gemm_warp.cuh
+PRECISIONS = ("fp32", "3xtf32")  # a GEMM's products: FP32 FFMA, or three TF32 tensor-core passes (gemm_tf32x3.cuh)
 GEMM_K_STEP = 16  # channels staged through shared memory per main-loop step (gpu/kernels/winograd.cuh)
 SMEM_STATIC_LIMIT = 48 * 1024  # a kernel's static __shared__ arrays may not exceed this
 MEGAKERNEL_SMEM_BYTES = 48  # the megakernel's own task words, block id and go flag (megakernel.cu), padded
@@ -196,7 +197,8 @@ def gemm_ring(part: Partition, k_step: int = GEMM_K_STEP) -> tuple[int, int]:
                        f"gemm_k_per_task or gemm_mats_per_task")
 
 
-def check_kernel_build(layer, part: Partition, gemm: str = "generic", k_step: int = GEMM_K_STEP) -> None:
+def check_kernel_build(layer, part: Partition, gemm: str = "generic", k_step: int = GEMM_K_STEP,
+                       precision: str = "fp32") -> None:
     """Refuse a build the CUDA kernels cannot compile: the GEMM task must tile onto the threads
     (`gemm_plan`), its cp.async ring must fit static shared memory (`gemm_ring`), and a warp-body build must
     fit the warp tiling (`check_warp_tiled`). `gpu.backend.config_header` and the SimPy interpreter both ask
@@ -207,6 +209,22 @@ def check_kernel_build(layer, part: Partition, gemm: str = "generic", k_step: in
     gemm_ring(part, k_step)
     if gemm == "warp":
         check_warp_tiled(layer, part, k_step)
+    check_precision(part, gemm, precision, k_step)
+
+
+def check_precision(part: Partition, gemm: str, precision: str, k_step: int = GEMM_K_STEP) -> None:
+    """A 3xTF32 build runs the tensor-core body on the warp body's tiling, whose mma steps take 8 channels
+    at a time from a ring of whole 8-channel steps (gpu/kernels/gemm_tf32x3.cuh)."""
+    if precision not in PRECISIONS:
+        raise MegasimError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    if precision == "fp32":
+        return
+    if gemm != "warp":
+        raise MegasimError(f"precision {precision!r} runs on the warp GEMM body's tiling, not the {gemm!r} body")
+    bk = gemm_ring(part, k_step)[0]
+    if bk % 8:
+        raise MegasimError(f"precision {precision!r} needs GEMM steps of a multiple of 8 channels; this "
+                           f"partition's ring takes {bk}")
 
 
 def partition_key(part: Partition, flavor: Flavor = DEFAULT_FLAVOR) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
-from megasim.contract.resources import gemm_body
+from megasim.contract.resources import PRECISIONS, gemm_body
 
 
 def column(values, dtype) -> memoryview:
@@ -92,9 +92,6 @@ class BlockColumns:
                            ("ready_us", self.t_ready), ("end_us", self.t_end)):
             rec[field] = np.asarray(col) * to_us
         return rec
-
-
-PRECISIONS = ("fp32", "3xtf32")  # a GEMM's products: FP32 FFMA, or three TF32 tensor-core passes
 
 
 def gemm_precision_factor(model, partition, gpu, precision: str) -> float:

@@ -86,7 +86,7 @@ class Kernel:
     predecessor freed without a block launch (`megasim.contract.scheduling`). A kernel with a `ready`
     queue is persistent too, but hands a slot only a task whose parents are done, in queue order.
     `gemm` is the GEMM task's body its code runs (`megasim.contract.resources.GEMM_BODIES`), `precision` its
-    products' arithmetic (`megasim.engine.blocks.PRECISIONS`; "3xtf32" needs a `gemm_precision` law).
+    products' arithmetic (`megasim.contract.resources.PRECISIONS`; "3xtf32" needs a `gemm_precision` law).
     """
 
     tasks: np.ndarray

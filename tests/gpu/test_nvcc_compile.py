@@ -3,10 +3,11 @@
 Each file compiles on its own against the committed default ms_config.cuh,
 and the full generated source compiles for the builds that take other code
 paths: every Winograd variant, ragged C and K (scalar loads), the trace
-build, the raw-blockIdx build, and the NCHW and self-resetting builds.
+build, the raw-blockIdx build, the NCHW and self-resetting builds, and the 3xTF32 GEMM body.
 """
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -31,6 +32,8 @@ def test_cu_file_compiles(name, tmp_path):
 
 SMALL = Partition(tiles_per_group=16, input_channels_per_task=8, gemm_mats_per_task=4,
                   gemm_k_per_task=32, output_channels_per_task=8, filter_k_per_task=4, threads=128)
+WARP = Partition(tiles_per_group=64, input_channels_per_task=32, gemm_mats_per_task=1, gemm_k_per_task=64,
+                 output_channels_per_task=32, filter_k_per_task=8, threads=128)  # the warp tiling, 8 x 4 a thread
 BUILDS = {
     "f2": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(2), DEFAULT_CONFIG.partition),
     "f6-ragged": KernelConfig(Layer(3, 5, 9, 13, 7), WinogradVariant(6), SMALL),
@@ -40,6 +43,9 @@ BUILDS = {
     "nchw-self-reset": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(4), SMALL, layout="nchw", self_reset=True),
     "ready-queue-self-reset": KernelConfig(DEFAULT_CONFIG.layer, WinogradVariant(2), SMALL, mode="ready_queue",
                                            self_reset=True),
+    "3xtf32-8x4": KernelConfig(Layer(2, 64, 14, 12, 64), WinogradVariant(4), WARP, gemm="warp", precision="3xtf32"),
+    "3xtf32-8x8-f6": KernelConfig(Layer(2, 64, 14, 12, 128), WinogradVariant(6), replace(WARP, gemm_k_per_task=128),
+                                  gemm="warp", precision="3xtf32", mode="persistent"),
 }
 
 

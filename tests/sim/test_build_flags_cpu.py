@@ -30,6 +30,22 @@ def test_flags_reach_the_header_only_when_set():
         KernelConfig(DEFAULT_CONFIG.layer, DEFAULT_CONFIG.variant, DEFAULT_CONFIG.partition, layout="nwhc")
 
 
+def test_the_3xtf32_body_is_a_flag_on_the_warp_tiling():
+    warp = Partition(tiles_per_group=64, input_channels_per_task=32, gemm_mats_per_task=1, gemm_k_per_task=64,
+                     output_channels_per_task=32, filter_k_per_task=8, threads=128)
+    layer = Layer(2, 64, 14, 12, 64)
+    fp32 = KernelConfig(layer, WinogradVariant(4), warp, gemm="warp")
+    tc = KernelConfig(layer, WinogradVariant(4), warp, gemm="warp", precision="3xtf32")
+    assert "MS_GEMM_TF32X3" not in config_header(fp32) and "#define MS_GEMM_TF32X3 1" in config_header(tc)
+    assert tc.shape_key() != fp32.shape_key()
+    with pytest.raises(MegasimError, match="unknown precision 'tf32'"):
+        KernelConfig(layer, WinogradVariant(4), warp, precision="tf32")
+    with pytest.raises(MegasimError, match="runs on the warp GEMM body's tiling"):
+        config_header(KernelConfig(layer, WinogradVariant(4), warp, precision="3xtf32"))
+    with pytest.raises(MegasimError, match="multiple of 8 channels"):
+        config_header(KernelConfig(layer, WinogradVariant(4), warp, gemm="warp", precision="3xtf32", k_step=4))
+
+
 def test_the_model_drops_the_reset_launch_and_the_filter_kernel():
     graph = build_graph(LAYER, WinogradVariant(4), PART)
     mapping = make(graph, "paper")
