@@ -85,12 +85,10 @@ class Model:
         return replace(self, **{term: {**getattr(self, term), "gemm": value} for term, value in terms.items()})
 
     def for_megakernel(self) -> Model:
-        """This model as the megakernel's blocks run (the `gemm_constants` law's fused form)."""
-        bodies = self.law("gemm_constants")
-        if bodies is None:
-            return self
-        fused = bodies.for_megakernel()
-        return self if fused is bodies else replace(self, laws=tuple(fused if x is bodies else x for x in self.laws))
+        """This model as the megakernel's blocks run: each law that has a fused form (`for_megakernel`: the
+        `gemm_constants` law's fused table, the `tensor_core_gemm` law's fused efficiency) in its place."""
+        laws = tuple(x.for_megakernel() if hasattr(x, "for_megakernel") else x for x in self.laws)
+        return self if all(a is b for a, b in zip(laws, self.laws)) else replace(self, laws=laws)
 
     def with_laws(self, names, tables: dict, origin: str = "model", checked: bool = True) -> Model:
         """This model with the laws `names` (None: the ones it has), each with the constants its `tables` entry

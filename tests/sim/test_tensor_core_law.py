@@ -39,3 +39,18 @@ def test_only_the_gemm_gets_faster_and_3xtf32_needs_the_law():
     assert times["3xtf32", "gemm"] < times["fp32", "gemm"]
     assert times["3xtf32", "nonfused"] < times["fp32", "nonfused"]
     assert SimpyInterpreter(tc).run(graph, None, RunConfig("gemm")).time_us == times["fp32", "gemm"]
+
+
+def test_the_megakernels_gemm_tasks_take_the_fused_efficiency():
+    """Measured, the 3xTF32 body loses more inside the megakernel than as a GEMM kernel
+    (docs/results/tensor_core/fitted_law.md): the law's fused form carries its own efficiency."""
+    law = TensorCoreGemm(efficiency_ratio=0.67, fused_efficiency_ratio=0.52)
+    assert law.for_megakernel().fp_factor(PART, 256) == pytest.approx(
+        TensorCoreGemm(efficiency_ratio=0.52).fp_factor(PART, 256))
+    assert TensorCoreGemm(efficiency_ratio=0.67).for_megakernel() == TensorCoreGemm(efficiency_ratio=0.67)
+    gpu, _, _ = simulation_model("h200")
+    names = [x.name for x in gpu.model.laws] + ["tensor_core_gemm"]
+    fused = gpu.model.with_laws(names, {"tensor_core_gemm": {"efficiency_ratio": 0.67,
+                                                             "fused_efficiency_ratio": 0.52}}).for_megakernel()
+    assert fused.law("gemm_precision").efficiency_ratio == 0.52
+    assert fused.law("gemm_constants") == gpu.model.for_megakernel().law("gemm_constants")

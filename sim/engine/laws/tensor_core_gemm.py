@@ -8,12 +8,15 @@ worth (`fp_factor`, times the FP32 GEMM's own work): its passes at the tensor co
 over the FP32 rate; plus the FP32 work of the split, three operations per operand element once per block tile
 (`tiles_per_group` x `gemm_k_per_task` outputs, each element split once, not once per product). A GEMM body
 that reaches the same fraction of the tensor rate as the FFMA body does of the FP32 rate has `efficiency_ratio`
-1; that is a declared assumption until a 3xTF32 body is measured. The defaults are the H200's of 2026-11-29
+1, the declared default the prediction before building used. The measured body (gpu/kernels/gemm_tf32x3.cuh)
+reaches less, and less again inside the megakernel, whose other tasks share its registers:
+`fused_efficiency_ratio` is the megakernel's GEMM tasks' (0: the same as the GEMM kernel's). Both are fitted by
+docs/results/tensor_core/fit_law.py. The rate defaults are the H200's of 2026-11-29
 (docs/results/tensor_core/mma_rate.json).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from megasim.io.schema import float_in
 from megasim.engine.laws.base import Law, law
@@ -28,6 +31,13 @@ class TensorCoreGemm(Law):
     passes: float_in(1.0, 9.0) = 3.0
     split_ops_per_element: float_in(0.0, 100.0) = 3.0  # cvt.rna.tf32, subtract, cvt.rna.tf32
     efficiency_ratio: float_in(1e-3, 10.0) = 1.0
+    fused_efficiency_ratio: float_in(0.0, 10.0) = 0.0
+
+    def for_megakernel(self) -> TensorCoreGemm:
+        """The law as the megakernel's GEMM tasks run under it."""
+        if not self.fused_efficiency_ratio:
+            return self
+        return replace(self, efficiency_ratio=self.fused_efficiency_ratio, fused_efficiency_ratio=0.0)
 
     def fp_factor(self, partition, fp32_flop_per_cycle_per_sm: float) -> float:
         """FP32 work of a 3xTF32 GEMM task per unit of the FP32 GEMM's work."""
