@@ -12,6 +12,7 @@ from megasim.app.arguments import check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.build import AXES, LAUNCHES
+from megasim.contract.resources import PRECISIONS
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import DEFAULT_POLICY, MODES
 
@@ -49,6 +50,9 @@ def _problem(args, gpu_name: str):
 
 
 def cmd_simulate(args) -> int:
+    if args.precision != "fp32" and (args.network or args.all_builds):
+        raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network and "
+                           "--all-builds run FP32 builds")
     if args.network:
         from megasim.app.network_sim import simulate_network
         return simulate_network(args)
@@ -63,16 +67,17 @@ def cmd_simulate(args) -> int:
         return simulate_all_builds(args, gpu, model_note, _problem)
     from megasim.app.calibrate.uncertainty import Uncertainty
     from megasim.app.mapping_flags import gemm_and_partition
-    from megasim.contract.build import simulated_builds
+    from megasim.contract.build import Build, simulated_builds
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
     gemm, partition, partition_source = gemm_and_partition(args, layer, partition, partition_source)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm)
+    Build(gemm=gemm, precision=args.precision)  # refuses 3xTF32 off the warp body, in one line
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm, args.precision)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
     call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us) if intervals else None
     if args.json:
-        builds = simulated_builds(variant.m, mode, gemm, partition)
+        builds = simulated_builds(variant.m, mode, gemm, partition, args.precision)
         print(json.dumps({**result.to_json(), "builds": builds, "partition": partition.to_dict(),
                           "partition_source": partition_source, "uncertainty": call, "model": model_note}))
     else:
@@ -270,6 +275,10 @@ def _simulate_parser(sub):
                      help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
                           "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it); "
                           "default generic, or the --mapping file's")
+    sim.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                     help="the GEMM's products: fp32 (FFMA), or 3xtf32 (three TF32 tensor-core passes, on the warp "
+                          "body: --gemm warp); 3xtf32 needs a model with the tensor_core_gemm law (a --profile that "
+                          "lists it; docs/results/tensor_core/fitted_law.json has its fitted constants)")
     sim.add_argument("--all-builds", action="store_true",
                      help="rank every build of the layer (fused in each mode and non-fused, each variant, each GEMM "
                           "body its partition tiles) by predicted time: the simulator's pick comes first")

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import MODES, check_mode
 from megasim.contract.problem import VARIANTS, Layer, Partition
-from megasim.contract.resources import GEMM_BODIES, check_warp_tiled, gemm_warp_tiled, warp_partition
+from megasim.contract.resources import (GEMM_BODIES, PRECISIONS, check_precision, check_warp_tiled, gemm_warp_tiled,
+                                       warp_partition)
 
 LAUNCHES = ("fused", "nonfused")
 AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BODIES}
@@ -27,13 +28,16 @@ AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BOD
 
 @dataclass(frozen=True)
 class Build:
-    """One way to run a layer. `mode` is the megakernel's and is "static" for a non-fused build."""
+    """One way to run a layer. `mode` is the megakernel's and is "static" for a non-fused build. `precision` is
+    the GEMM's arithmetic (`resources.PRECISIONS`): "3xtf32" runs on the warp body's tiling. It is not yet an
+    axis `bench`, `search` and `discrete_builds` sweep: no calibrated profile predicts it."""
 
     launch: str = "fused"
     variant: int = 4
     mode: str = "static"
     gemm: str = "generic"
     partition: Partition | None = None
+    precision: str = "fp32"
 
     def __post_init__(self):
         for axis, values in AXES.items():
@@ -41,6 +45,11 @@ class Build:
                 raise MegasimError(f"unknown {axis} {getattr(self, axis)!r}; known: "
                                    f"{', '.join(map(str, values))}")
         check_mode(self.mode)
+        if self.precision not in PRECISIONS:
+            raise MegasimError(f"unknown precision {self.precision!r}; known: {', '.join(PRECISIONS)}")
+        if self.precision != "fp32" and self.gemm != "warp":
+            raise MegasimError(f"precision {self.precision!r} runs on the warp GEMM body's tiling, not the "
+                               f"{self.gemm!r} body")
         if self.launch == "nonfused" and self.mode != "static":
             raise MegasimError(f"a non-fused build has no scheduling mode (got {self.mode!r}): each of its four "
                                "kernels launches one block per task")
@@ -49,10 +58,13 @@ class Build:
     def label(self) -> str:
         """Short and unique among one layer's builds: 'fused F4 persistent warp', 'nonfused F6 generic'."""
         mode = f" {self.mode}" if self.launch == "fused" else ""
-        return f"{self.launch} F{self.variant}{mode} {self.gemm}"
+        precision = f" {self.precision}" if self.precision != "fp32" else ""
+        return f"{self.launch} F{self.variant}{mode} {self.gemm}{precision}"
 
     def to_dict(self) -> dict:
         out = {"launch": self.launch, "variant": self.variant, "mode": self.mode, "gemm": self.gemm}
+        if self.precision != "fp32":
+            out["precision"] = self.precision
         if self.partition is not None:
             out["partition"] = self.partition.to_dict()
         return out
@@ -65,6 +77,7 @@ def build_partition(layer: Layer, build: Build, own: Partition) -> Partition:
         warp_partition(layer, own) if build.gemm == "warp" else own)
     if build.gemm == "warp":
         check_warp_tiled(layer, part)
+    check_precision(part, build.gemm, build.precision)
     return part
 
 
@@ -84,10 +97,10 @@ def discrete_builds(layer: Layer, own: Partition) -> list[Build]:
     return out
 
 
-def simulated_builds(variant: int, mode: str, gemm: str, partition: Partition) -> dict:
+def simulated_builds(variant: int, mode: str, gemm: str, partition: Partition, precision: str = "fp32") -> dict:
     """The two builds one `megasim simulate` run predicts, fused in `mode` and non-fused, as dicts."""
-    return {launch: Build(launch, variant, mode if launch == "fused" else "static", gemm, partition).to_dict()
-            for launch in LAUNCHES}
+    return {launch: Build(launch, variant, mode if launch == "fused" else "static", gemm, partition,
+                          precision).to_dict() for launch in LAUNCHES}
 
 
 def with_partition(build: Build, layer: Layer, own: Partition) -> Build:

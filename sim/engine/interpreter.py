@@ -36,7 +36,7 @@ class SimpyInterpreter:
         self.precision = precision
 
     def run(self, graph: TaskGraph, mapping: Mapping | None, config: RunConfig = RunConfig()) -> Execution:
-        check_kernel_build(graph.layer, graph.partition, self.gemm)
+        check_kernel_build(graph.layer, graph.partition, self.gemm, precision=self.precision)
         policy, gpu = (self.policy, self.policy_options), self.gpu
         if config.launch == "fused":
             kernels = fused_kernels(graph, mapping, config.mode, self.gemm, self.self_reset, self.precision)

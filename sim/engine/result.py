@@ -78,6 +78,7 @@ class SimResult:
     sim_seconds: float
     graph_summary: dict = field(default_factory=dict)
     gemm: str = "generic"            # the GEMM task's body, fused and non-fused
+    precision: str = "fp32"          # its products' arithmetic
     fused_sim_cpu_s: float = 0.0     # process CPU time of the megakernel's simulation alone
     nonfused_sim_cpu_s: float = 0.0  # and of the four non-fused kernels'
 
@@ -93,7 +94,8 @@ class SimResult:
     def to_json(self) -> dict:
         f, n = self.fused, self.nonfused
         return {"layer": self.layer, "gpu": self.gpu, "strategy": self.strategy, "params": self.params,
-                "policy": self.policy, "mode": self.mode, "gemm": self.gemm, "fused_us": f.time_us,
+                "policy": self.policy, "mode": self.mode, "gemm": self.gemm, "precision": self.precision,
+                "fused_us": f.time_us,
                 "nonfused_us": n.time_us,
                 "speedup": self.speedup, "num_tbs": self.num_tbs, "infusible": self.infusible,
                 "l2_hit_rate": f.l2_hit_rate, "nonfused_l2_hit_rate": n.l2_hit_rate,

@@ -28,17 +28,19 @@ def test_only_the_gemm_gets_faster_and_3xtf32_needs_the_law():
     graph = build_graph(layer, WinogradVariant(4), PART)
     gpu, _, _ = simulation_model("h200")
     with pytest.raises(MegasimError, match="needs a gemm_precision law"):
+        SimpyInterpreter(gpu, gemm="warp", precision="3xtf32").run(graph, None, RunConfig("nonfused"))
+    with pytest.raises(MegasimError, match="runs on the warp GEMM body's tiling"):
         SimpyInterpreter(gpu, precision="3xtf32").run(graph, None, RunConfig("nonfused"))
     tc = replace(gpu, model=gpu.model.with_laws([x.name for x in gpu.model.laws] + ["tensor_core_gemm"], {}))
     times = {}
     for precision, model in (("fp32", gpu), ("3xtf32", tc)):
         for launch in ("gemm", "input_transform", "nonfused"):
-            times[precision, launch] = SimpyInterpreter(model, precision=precision).run(
+            times[precision, launch] = SimpyInterpreter(model, gemm="warp", precision=precision).run(
                 graph, None, RunConfig(launch)).time_us
     assert times["3xtf32", "input_transform"] == times["fp32", "input_transform"]
     assert times["3xtf32", "gemm"] < times["fp32", "gemm"]
     assert times["3xtf32", "nonfused"] < times["fp32", "nonfused"]
-    assert SimpyInterpreter(tc).run(graph, None, RunConfig("gemm")).time_us == times["fp32", "gemm"]
+    assert SimpyInterpreter(tc, gemm="warp").run(graph, None, RunConfig("gemm")).time_us == times["fp32", "gemm"]
 
 
 def test_the_megakernels_gemm_tasks_take_the_fused_efficiency():
