@@ -11,8 +11,9 @@ from megasim.app.arguments import Parser as _Parser
 from megasim.app.arguments import check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
-from megasim.contract.build import AXES, LAUNCHES
+from megasim.contract.build import AXES
 from megasim.contract.resources import PRECISIONS
+from megasim.app.search.arguments import search_parser
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import DEFAULT_POLICY, MODES
 
@@ -50,7 +51,7 @@ def _problem(args, gpu_name: str):
 
 
 def cmd_simulate(args) -> int:
-    if args.precision != "fp32" and (args.network or args.all_builds):
+    if args.precision not in (None, "fp32") and (args.network or args.all_builds):
         raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network and "
                            "--all-builds run FP32 builds")
     if args.network:
@@ -66,18 +67,19 @@ def cmd_simulate(args) -> int:
         from megasim.app.pick import simulate_all_builds
         return simulate_all_builds(args, gpu, model_note, _problem)
     from megasim.app.calibrate.uncertainty import Uncertainty
-    from megasim.app.mapping_flags import gemm_and_partition
+    from megasim.app.mapping_flags import gemm_and_partition, precision_of
     from megasim.contract.build import Build, simulated_builds
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
     gemm, partition, partition_source = gemm_and_partition(args, layer, partition, partition_source)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    Build(gemm=gemm, precision=args.precision)  # refuses 3xTF32 off the warp body, in one line
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm, args.precision)
+    precision = precision_of(args)
+    Build(gemm=gemm, precision=precision)  # refuses 3xTF32 off the warp body, in one line
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm, precision)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
     call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us) if intervals else None
     if args.json:
-        builds = simulated_builds(variant.m, mode, gemm, partition, args.precision)
+        builds = simulated_builds(variant.m, mode, gemm, partition, precision)
         print(json.dumps({**result.to_json(), "builds": builds, "partition": partition.to_dict(),
                           "partition_source": partition_source, "uncertainty": call, "model": model_note}))
     else:
@@ -275,10 +277,11 @@ def _simulate_parser(sub):
                      help="the GEMM task's body, fused and non-fused: generic, or warp (the warp-tiled body, on the "
                           "partition widened to 128 output channels per GEMM task where that tiles, as bench runs it); "
                           "default generic, or the --mapping file's")
-    sim.add_argument("--precision", choices=PRECISIONS, default="fp32",
+    sim.add_argument("--precision", choices=PRECISIONS,
                      help="the GEMM's products: fp32 (FFMA), or 3xtf32 (three TF32 tensor-core passes, on the warp "
                           "body: --gemm warp); 3xtf32 needs a model with the tensor_core_gemm law (a --profile that "
-                          "lists it; docs/results/tensor_core/fitted_law.json has its fitted constants)")
+                          "lists it; docs/results/tensor_core/fitted_law.json has its fitted constants); default "
+                          "fp32, or the --mapping file's")
     sim.add_argument("--all-builds", action="store_true",
                      help="rank every build of the layer (fused in each mode and non-fused, each variant, each GEMM "
                           "body its partition tiles) by predicted time: the simulator's pick comes first")
@@ -309,40 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     _calibration_commands(sub)
     bench = sub.add_parser("bench", help="run the real kernels and baselines on this machine's GPU")
     _bench_args(bench)
-    srch = sub.add_parser("search", help="search the decision space (launch, variant, mode, GEMM body, mapping) on the "
-                                         "simulator (Optuna; local pool or Dask)")
-    srch.add_argument("--layer", help="a layer from scenarios/layers (default ResNet-2)")
-    srch.add_argument("--shape", help="N,C,H,W,K of a custom 3x3 stride-1 layer")
-    srch.add_argument("--network", help="search each distinct 3x3 stride-1 layer of a network from "
-                                        "scenarios/networks (one folder per layer under --out, and a summary)")
-    srch.add_argument("--launch", choices=LAUNCHES, help="pin the launch: fused megakernel or non-fused kernels "
-                                                         "(default: searched)")
-    srch.add_argument("--variant", type=int, help="pin m of F(m x m, 3 x 3) to 2, 4 or 6 (default: searched)")
-    srch.add_argument("--mode", choices=MODES, help="pin the " + MODE_HELP + " (default: searched)")
-    srch.add_argument("--gemm", choices=AXES["gemm"], help="pin the GEMM body: generic or warp (default: searched)")
-    srch.add_argument("--partition", help="base partition overrides (default: the layer's bench partition; the "
-                                          "partition is searched only where --space names a field)")
-    srch.add_argument("--gpu", default="h200", help="a GPU from scenarios/gpus (its calibrated profile if one exists)")
-    srch.add_argument("--uncalibrated", action="store_true", help="use the datasheet spec even with a profile")
-    srch.add_argument("--strategy", default="paper", help="mapping strategy whose options are searched")
-    srch.add_argument("--method", default="tpe", help="grid, random or tpe")
-    srch.add_argument("--space", action="append", metavar="NAME=V1,V2,...",
-                      help="replace one parameter's values (repeatable), e.g. --space m=1,2,4")
-    srch.add_argument("--budget", type=int, help="finished evaluations in the study (default 200; grid: its size)")
-    srch.add_argument("--jobs", type=int, default=2, help="local worker processes")
-    srch.add_argument("--scheduler", help="Dask instead of the local pool: local[:N] starts a LocalCluster of N "
-                                          "worker processes (default --jobs), tcp://host:8786 attaches to one")
-    srch.add_argument("--storage", help="an Optuna journal file PATH.journal (default OUT/study.journal) or an "
-                                        "Optuna RDB URL such as sqlite:///PATH; reruns resume")
-    srch.add_argument("--out", help="output folder, locked while a search runs (default out/search/LAYER-GPU "
-                                    "or NETWORK-GPU)")
-    srch.add_argument("--seed", type=int, default=0, help="sampler seed")
-    srch.add_argument("--validate-top", type=int, help="measure the K best predicted builds and every build of the "
-                                                       "layer's own partition on this GPU; regret is against the "
-                                                       "fastest measured, which best.json then names")
-    srch.add_argument("--reps", type=int, default=20, help="--validate-top: timed calls per candidate")
-    srch.add_argument("--quiet", action="store_true", help="no progress bar")
-    srch.set_defaults(func=cmd_search)
+    search_parser(sub, MODE_HELP).set_defaults(func=cmd_search)
     _compare_parser(sub)
     add_option_flags(sim, bench)
     return parser

@@ -79,6 +79,14 @@ def problem_from_mapping_file(args) -> tuple[Layer, WinogradVariant, Partition, 
     return layer, variant, partition, mode_of(doc, path)
 
 
+def precision_of(args) -> str:
+    """`simulate`'s precision: `--precision`, else the --mapping file's, else fp32."""
+    from megasim.contract.mapping.io import build_of
+    if args.precision:
+        return args.precision
+    return build_of(read_mapping_file(args.mapping), args.mapping).precision if args.mapping else "fp32"
+
+
 def gemm_and_partition(args, layer, partition: Partition, source: str) -> tuple[str, Partition, str]:
     """`simulate`'s GEMM body (`--gemm`, else the --mapping file's, else generic) and the partition it runs on:
     a mapping file's as it is, else the table's widened for the warp body as `bench` runs it."""

@@ -62,3 +62,42 @@ def test_a_build_names_its_precision_only_when_it_is_not_fp32():
         Build(precision="3xtf32")
     with pytest.raises(MegasimError, match="unknown precision 'tf32'"):
         Build(gemm="warp", precision="tf32")
+
+
+SEARCH = ["search", "--shape", "4,128,28,28,128", "--quiet", "--jobs", "1", "--method", "random"]
+
+
+def test_a_search_opens_the_precision_only_where_the_model_predicts_it(tmp_path, capsys):
+    """Without the law a pin to 3xtf32 is refused in one line; with it, the pinned search's best.json names the
+    precision, and `simulate --mapping` reads it back."""
+    pytest.importorskip("optuna")
+    rc = main([*SEARCH, "--budget", "1", "--precision", "3xtf32", "--gemm", "warp", "--out", str(tmp_path / "a")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a model with a gemm_precision law" in err and len(err.strip().splitlines()) == 1
+    prof = str(profile_with_the_law(tmp_path))
+    out = tmp_path / "b"
+    rc = main([*SEARCH, "--budget", "2", "--precision", "3xtf32", "--gemm", "warp", "--launch", "nonfused",
+               "--profile", prof, "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    best = json.loads((out / "best.json").read_text())
+    assert best["precision"] == "3xtf32" and best["gemm"] == "warp"
+    capsys.readouterr()
+    rc = main(["simulate", "--mapping", str(out / "best.json"), "--profile", prof, "--json"])
+    doc, err = capsys.readouterr()
+    assert rc == 0, err
+    assert json.loads(doc)["precision"] == "3xtf32"
+
+
+def test_an_unpinned_search_with_the_law_searches_both_precisions(tmp_path):
+    from megasim.app.calibrate.profile import simulation_model
+    from megasim.app.catalog import resolve_layer
+    from megasim.app.cli import build_parser
+    from megasim.app.search.command import prepare
+    args = build_parser().parse_args([*SEARCH, "--profile", str(profile_with_the_law(tmp_path))])
+    gpu, _, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
+    _, space = prepare(resolve_layer(None, args.shape), args, gpu, intervals)
+    assert dict((p.name, p.values) for p in space.searched)["precision"] == ("fp32", "3xtf32")
+    args = build_parser().parse_args(SEARCH)
+    gpu, _, intervals = simulation_model(args.gpu, args.uncalibrated, None)
+    _, space = prepare(resolve_layer(None, args.shape), args, gpu, intervals)
+    assert "precision" not in {p.name for p in space.searched}

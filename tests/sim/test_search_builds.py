@@ -58,7 +58,9 @@ def unpinned(gpu, base):
 
 def test_an_unpinned_search_evaluates_every_build_of_the_layer(unpinned, gpu, base):
     space, table = unpinned
-    assert [p.name for p in space.searched] == list(AXES) and space.size == 2 * 3 * 3 * 2
+    # every axis but the precision, which a space opens only where the model predicts it (no profile does)
+    assert [p.name for p in space.searched] == [a for a in AXES if a != "precision"]
+    assert space.size == 2 * 3 * 3 * 2
     ok = [r for r in table if r["status"] == "ok"]
     assert len(ok) == len(table) == space.size
     # both launches and both GEMM bodies, and every build `simulate --all-builds` ranks, named by its label

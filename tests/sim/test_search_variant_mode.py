@@ -71,7 +71,7 @@ def test_pinned_variant_and_mode_stay_fixed_in_a_study_of_their_own(searched, tm
     storage = f"sqlite:///{searched / 'study.db'}"  # the unpinned study's storage: the names must not collide
     rc, text, _ = run(capsys, "search", *SHAPE, *FIXED_BUT_DIG, "--space", "dig=0,512", "--variant", "4",
                       "--mode", "static", "--method", "grid", "--storage", storage, "--out", str(tmp_path))
-    assert rc == 0 and "launch=fused variant=4 mode=static gemm=generic dig=" in text
+    assert rc == 0 and "launch=fused variant=4 mode=static gemm=generic precision=fp32 dig=" in text
     doc = evaluations(tmp_path)
     assert {(r["variant"], r["mode"]) for r in doc["evaluations"]} == {(4, "static")}
     assert len(doc["evaluations"]) == 2 and "/fused/F4/static/generic/" in doc["study"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
+from megasim.contract.resources import PRECISIONS
 
 STATUSES = ("ok", "rejected", "failed", "interrupted")
 
@@ -56,12 +57,12 @@ def check_args(args):
     return config
 
 
-PIN_FLAGS = ("launch", "variant", "mode", "gemm")  # `--NAME V` pins one axis of the decision space
+PIN_FLAGS = ("launch", "variant", "mode", "gemm", "precision")  # `--NAME V` pins one axis of the decision space
 
 
 def _overrides(args) -> dict:
-    """`--space` lists, with `--launch`, `--variant`, `--mode` and `--gemm` as one-value lists (the same pin,
-    said shorter)."""
+    """`--space` lists, with `--launch`, `--variant`, `--mode`, `--gemm` and `--precision` as one-value lists (the
+    same pin, said shorter)."""
     from megasim.app.search.space import parse_overrides
     overrides = parse_overrides(args.space)
     for name, value in ((n, getattr(args, n, None)) for n in PIN_FLAGS):
@@ -73,13 +74,28 @@ def _overrides(args) -> dict:
     return overrides
 
 
+def precision_space(args, gpu) -> dict:
+    """The flags' space, with every precision searched where the model can predict them (a `gemm_precision`
+    law; no committed profile has one yet) and none was pinned; a precision it cannot predict is refused."""
+    overrides = _overrides(args)
+    predicts = gpu.model.law("gemm_precision") is not None
+    asked = [p for p in overrides.get("precision", ()) if p != "fp32"]
+    if asked and not predicts:
+        raise MegasimError(f"precision {asked[0]!r} needs a model with a gemm_precision law (laws = "
+                           "[\"tensor_core_gemm\"]); this one has none")
+    if predicts and "precision" not in overrides:
+        overrides["precision"] = PRECISIONS
+    return overrides
+
+
 def prepare(layer, args, gpu, intervals: dict | None = None):
     """(problem, space) of one layer: the GPU's partition for it as the base, the flags' space on top;
     refused here, before anything starts, if the space holds no legal point for this layer."""
     from megasim.app.catalog import partition_for
     from megasim.app.search.objective import Problem
     from megasim.app.search.space import build_space, legal_points
-    space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), _overrides(args), layer)
+    space = build_space(args.strategy, partition_for(layer, gpu.name, args.partition), precision_space(args, gpu),
+                        layer)
     legal, example = legal_points(space, layer, gpu, limit=0)
     if legal == 0:
         raise MegasimError(f"{layer.name}: the search space has no legal point ({space.size} points; e.g. {example})")
@@ -204,7 +220,7 @@ def search_main(args) -> int:
     if args.validate_top is not None:
         from megasim.app.search.hardware import require_gpu
         require_gpu()
-    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated)
+    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
     problem, space = prepare(layer, args, gpu, intervals)
     out = Path(args.out or f"out/search/{layer.name}-{gpu.name}")
     storage = args.storage or default_storage(out)

@@ -113,7 +113,8 @@ def write_measured_best(problem, chosen: Candidate, row: dict, out: Path, extra:
                       "bench_command": bench_command(path)},
            "measured": {"us": row["measured_us"], "rel_err": row["rel_err"],
                         "chosen_by": "the fastest accurate build --validate-top measured"}}
-    return save_mapping(path, graph, chosen.mapping(graph), doc, mode=b.mode, launch=b.launch, gemm=b.gemm)
+    return save_mapping(path, graph, chosen.mapping(graph), doc, mode=b.mode, launch=b.launch, gemm=b.gemm,
+                        precision=b.precision)
 
 
 def format_validation(doc: dict) -> str:

@@ -116,7 +116,7 @@ def search_network(args, config) -> int:
     from megasim.app.search.runner import open_executor
     from megasim.app.search.store import default_storage, storage_file
     entries = catalog.load_network(args.network)
-    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated)
+    gpu, model_note, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
     layers = distinct_layers(entries)
     prepared = {nl.folder: prepare(nl.layer, args, gpu, intervals) for nl in layers}
     out = Path(args.out or f"out/search/{args.network}-{gpu.name}")

@@ -49,6 +49,7 @@ class Problem:
     mode: str = MODES[0]
     launch: str = "fused"
     gemm: str = "generic"
+    precision: str = "fp32"
     mapping_gain: float = 1.0  # share of a predicted gain over the default mapping that counts
 
     def at(self, space, point: dict) -> tuple[Problem, Partition, dict]:
@@ -67,11 +68,12 @@ class Problem:
                        mapping_gain=gain).with_build(reference)
 
     def with_build(self, b: Build) -> Problem:
-        return replace(self, variant=WinogradVariant(b.variant), mode=b.mode, launch=b.launch, gemm=b.gemm)
+        return replace(self, variant=WinogradVariant(b.variant), mode=b.mode, launch=b.launch, gemm=b.gemm,
+                       precision=b.precision)
 
     @property
     def build(self) -> Build:
-        return Build(self.launch, self.variant.m, self.mode, self.gemm)
+        return Build(self.launch, self.variant.m, self.mode, self.gemm, precision=self.precision)
 
 
 @lru_cache(maxsize=8)
@@ -103,7 +105,7 @@ def evaluate(problem: Problem, partition: Partition, options: dict) -> dict:
 
 
 def _fused_us(problem: Problem, graph, mapping) -> float:
-    engine = SimpyInterpreter(problem.gpu, problem.policy, gemm=problem.gemm)
+    engine = SimpyInterpreter(problem.gpu, problem.policy, gemm=problem.gemm, precision=problem.precision)
     return engine.run(graph, mapping, RunConfig(mode=problem.mode)).time_us
 
 
@@ -112,8 +114,8 @@ _DEFAULT_US: dict = {}
 
 def _default_mapping_us(problem: Problem, partition: Partition, defaults: dict) -> float:
     """The same build under the strategy's default mapping, once per worker process."""
-    key = (problem.layer, problem.variant, partition, problem.mode, problem.gemm, problem.strategy, problem.policy,
-           repr(problem.gpu))
+    key = (problem.layer, problem.variant, partition, problem.mode, problem.gemm, problem.precision, problem.strategy,
+           problem.policy, repr(problem.gpu))
     if key not in _DEFAULT_US:
         graph = _graph(problem.layer, problem.variant, partition)
         _DEFAULT_US[key] = _fused_us(problem, graph, make(graph, problem.strategy, **defaults))
@@ -123,5 +125,5 @@ def _default_mapping_us(problem: Problem, partition: Partition, defaults: dict) 
 def nonfused_us(problem: Problem, partition: Partition) -> float:
     """The four non-fused kernels of this variant, partition and GEMM body, launch gaps included."""
     graph = _graph(problem.layer, problem.variant, partition)
-    engine = SimpyInterpreter(problem.gpu, problem.policy, gemm=problem.gemm)
+    engine = SimpyInterpreter(problem.gpu, problem.policy, gemm=problem.gemm, precision=problem.precision)
     return engine.run(graph, None, RunConfig(launch="nonfused")).time_us

@@ -147,4 +147,5 @@ def write_best(problem, space, best_row: dict, out: Path, header: dict) -> Path:
                         "label": best_row.get("label"), "gpu": problem.gpu.name,
                         "study": header.get("study"), "model": header.get("model"),
                         "bench_command": bench_command(path)}}
-    return save_mapping(path, graph, mapping, extra, mode=problem.mode, launch=problem.launch, gemm=problem.gemm)
+    return save_mapping(path, graph, mapping, extra, mode=problem.mode, launch=problem.launch, gemm=problem.gemm,
+                        precision=problem.precision)

@@ -2,7 +2,7 @@
 
 A parameter is an axis of the decision space (`megasim.contract.build.AXES`:
 the launch, fused or non-fused; the Winograd variant; the megakernel's
-scheduling mode; the GEMM body), a "problem" parameter that decides which
+scheduling mode; the GEMM body; its precision), a "problem" parameter that decides which
 graph is built and how it runs; an option of the mapping strategy (`dig`,
 `dgo`, `m` for `paper`; `seed` for `random_topo`), whose values the strategy
 declares (`megasim.contract.options`); or a `Partition` field. Parameters with
@@ -55,11 +55,12 @@ from megasim.contract.resources import Flavor, blocks_per_sm, megakernel_resourc
 from megasim.contract.size import check_size
 
 PARTITION_FIELDS = tuple(f.name for f in fields(Partition))
-# Every axis of the decision space is searched unless pinned; the paper's point is a fused F(4x4), static build
-# with the generic GEMM body (`Build()`).
-PROBLEM_VALUES = dict(AXES)
+# Every axis of the decision space is searched unless pinned, except the precision: FP32 unless a space opens it
+# (`search.command.precision_space`, where the model has a `gemm_precision` law). The paper's point is a fused
+# F(4x4), static build with the generic GEMM body (`Build()`).
+PROBLEM_VALUES = {**AXES, "precision": ("fp32",)}
 PROBLEM_DEFAULTS = {axis: getattr(Build(), axis) for axis in AXES}
-NAMED_VALUES = ("launch", "mode", "gemm")  # parameters whose values are names, not integers
+NAMED_VALUES = ("launch", "mode", "gemm", "precision")  # parameters whose values are names, not integers
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
                            f"known: {', '.join(known)}")
     for axis in PROBLEM_VALUES:
         for value in overrides.get(axis, ()):
-            Build(**{axis: value})
+            Build(**{axis: value, **({"gemm": "warp"} if axis == "precision" else {})})
     base = base_partition.to_dict()
     params = [Param(name, tuple(overrides.get(name, values)), "problem") for name, values in PROBLEM_VALUES.items()]
     for name in known[len(PROBLEM_VALUES):]:
@@ -229,7 +230,8 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
 
 
 @lru_cache(maxsize=4096)
-def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition, gemm: str) -> str | None:
+def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition, gemm: str,
+                   precision: str = "fp32") -> str | None:
     """Why the CUDA kernels refuse to build this partition, or None.
 
     Asked of `gpu.backend.config_header`, the function that writes a build's
@@ -239,7 +241,7 @@ def _kernel_reason(layer: Layer, variant: WinogradVariant, part: Partition, gemm
     """
     from megasim.gpu.backend import KernelConfig, config_header
     try:
-        config_header(KernelConfig(layer=layer, variant=variant, partition=part, gemm=gemm))
+        config_header(KernelConfig(layer=layer, variant=variant, partition=part, gemm=gemm, precision=precision))
     except MegasimError as exc:
         return "kernels cannot build it: " + re.sub(r"^partition Partition\(.*?\): ", "", str(exc))
     return None
@@ -282,7 +284,7 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | No
             blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part, build.gemm)))
     except MegasimError as exc:
         return f"megakernel block does not fit on {gpu.name}: {exc}"
-    why = _kernel_reason(layer, variant, part, build.gemm)
+    why = _kernel_reason(layer, variant, part, build.gemm, build.precision)
     if why:
         return why
     if not fused:

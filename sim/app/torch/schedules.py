@@ -215,6 +215,9 @@ def from_mapping_file(path: Path, gpu: str) -> Schedule:
     from megasim.gpu.backend import kernel_build_hash
     doc = read_mapping_file(path)
     build = build_of(doc, str(path))
+    if build.precision != "fp32":
+        raise MegasimError(f"{path}: megasim.torch runs FP32 builds; this mapping file names precision "
+                           f"{build.precision!r}")
     layer, variant, part = problem_of(doc, str(path))
     guess = (doc.get("search") or {}).get("predicted_us")
     return Schedule((layer.n, layer.c, layer.h, layer.w, layer.k), variant.m, part, mode_of(doc, str(path)),

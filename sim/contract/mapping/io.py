@@ -57,6 +57,7 @@ class MappingFile:
     mode: Text = MODES[0]
     launch: Text = LAUNCHES[0]  # checked by `build_of` (`Build`), as mode is by `mode_of`
     gemm: Text = GEMM_BODIES[0]
+    precision: Text = "fp32"
     strategy: Text = "file"
     params: dict[Text, Any] = field(default_factory=dict)
     order: Annotated[list[Int64], Items(fail_fast=True)]  # one bad id is enough to refuse a million
@@ -69,10 +70,12 @@ def describe(graph) -> dict:
 
 
 def save_mapping(path, graph, mapping: Mapping, extra: dict | None = None, mode: str = MODES[0],
-                 launch: str = LAUNCHES[0], gemm: str = GEMM_BODIES[0]) -> Path:
-    """Write `mapping` of `graph`, naming the build it was chosen for (`Build` checks the launch, mode and body)."""
-    Build(launch, graph.variant.m, check_mode(mode), gemm)
+                 launch: str = LAUNCHES[0], gemm: str = GEMM_BODIES[0], precision: str = "fp32") -> Path:
+    """Write `mapping` of `graph`, naming the build it was chosen for (`Build` checks the launch, mode, body and
+    precision; an FP32 build's file names no precision, as files did before there was a choice)."""
+    Build(launch, graph.variant.m, check_mode(mode), gemm, precision=precision)
     doc = {"schema": SCHEMA, **describe(graph), "mode": mode, "launch": launch, "gemm": gemm,
+           **({"precision": precision} if precision != "fp32" else {}),
            "strategy": mapping.strategy,
            "params": mapping.params, **(extra or {}), "order": [int(t) for t in mapping.order]}
     with write_then_rename(path) as tmp:
@@ -110,7 +113,7 @@ def build_of(doc: dict, origin: str) -> Build:
     _, variant, partition = problem_of(doc, origin)
     try:
         return Build(doc.get("launch", LAUNCHES[0]), variant.m, mode_of(doc, origin), doc.get("gemm", GEMM_BODIES[0]),
-                     partition)
+                     partition, doc.get("precision", "fp32"))
     except MegasimError as exc:
         raise MegasimError(f"{origin}: {exc}") from None
 
