@@ -57,9 +57,10 @@ class CudaInterpreter:
 
     def __init__(self, *, ticket: bool = True, trace: bool = False, spin_limit_ns: int = 2_000_000_000,
                  k_step: int = GEMM_K_STEP, workspace: Workspace | None = None, graph_capture: bool = False,
-                 gemm: str = "generic"):
-        self.fused_options = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm)
-        self.k_step, self.gemm = k_step, gemm
+                 gemm: str = "generic", precision: str = "fp32"):
+        self.fused_options = dict(ticket=ticket, trace=trace, spin_limit_ns=spin_limit_ns, k_step=k_step, gemm=gemm,
+                                  precision=precision)
+        self.k_step, self.gemm, self.precision = k_step, gemm, precision
         self.workspace = workspace
         self.graph_capture = graph_capture
 
@@ -71,7 +72,8 @@ class CudaInterpreter:
         if config.launch == "fused":
             conv = FusedConv(graph, mapping, workspace=self.workspace, mode=config.mode, **self.fused_options)
         else:
-            conv = NonFusedConv(graph, workspace=self.workspace, k_step=self.k_step, gemm=self.gemm)
+            conv = NonFusedConv(graph, workspace=self.workspace, k_step=self.k_step, gemm=self.gemm,
+                                precision=self.precision)
         y = cp.full_like(ys[0], cp.nan)
         conv.run(xs[0], wts[0], y)
         stats = self._time(cp, conv, config.reps, xs, wts, ys) if config.reps else None

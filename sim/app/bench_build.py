@@ -50,7 +50,8 @@ def _compile_one(job) -> str | None:
     from megasim.gpu.megakernel import fused_module
     layer, b = job
     try:
-        fused_module(build_graph(layer, WinogradVariant(b.variant), b.partition), b.mode, gemm=b.gemm)
+        fused_module(build_graph(layer, WinogradVariant(b.variant), b.partition), b.mode, gemm=b.gemm,
+                     precision=b.precision)
     except MegasimError as exc:
         return str(exc)
     return None
@@ -119,7 +120,8 @@ def time_builds(layer: Layer, candidates: list[Candidate], reps: int = 20, seed:
             key = (b.variant, b.partition)
             graph = graphs[key] = graphs.get(key) or build_graph(layer, WinogradVariant(b.variant), b.partition)
             fused = b.launch == "fused"
-            engine = CudaInterpreter(workspace=Workspace(graph), gemm=b.gemm, graph_capture=not fused)
+            engine = CudaInterpreter(workspace=Workspace(graph), gemm=b.gemm, precision=b.precision,
+                                     graph_capture=not fused)
             run = engine.run(graph, c.mapping(graph) if fused else None,
                              RunConfig(launch=b.launch, mode=b.mode, inputs=prepared.inputs, reps=reps))
             err, nans = _rel(cp, run.output, prepared.reference), int(cp.isnan(run.output).sum())
