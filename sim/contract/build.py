@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import MODES, check_mode
 from megasim.contract.problem import VARIANTS, Layer, Partition
-from megasim.contract.resources import (GEMM_BODIES, PRECISIONS, check_precision, check_warp_tiled, gemm_warp_tiled,
-                                       warp_partition)
+from megasim.contract.resources import (GEMM_BODIES, PRECISIONS, check_precision, check_precision_body,
+                                       check_warp_tiled, gemm_warp_tiled, warp_partition)
 
 LAUNCHES = ("fused", "nonfused")
 AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BODIES, "precision": PRECISIONS}
@@ -46,9 +46,7 @@ class Build:
                 raise MegasimError(f"unknown {axis} {getattr(self, axis)!r}; known: "
                                    f"{', '.join(map(str, values))}")
         check_mode(self.mode)
-        if self.precision != "fp32" and self.gemm != "warp":
-            raise MegasimError(f"precision {self.precision!r} runs on the warp GEMM body's tiling, not the "
-                               f"{self.gemm!r} body")
+        check_precision_body(self.gemm, self.precision)
         if self.launch == "nonfused" and self.mode != "static":
             raise MegasimError(f"a non-fused build has no scheduling mode (got {self.mode!r}): each of its four "
                                "kernels launches one block per task")

@@ -212,15 +212,20 @@ def check_kernel_build(layer, part: Partition, gemm: str = "generic", k_step: in
     check_precision(part, gemm, precision, k_step)
 
 
-def check_precision(part: Partition, gemm: str, precision: str, k_step: int = GEMM_K_STEP) -> None:
-    """A 3xTF32 build runs the tensor-core body on the warp body's tiling, whose mma steps take 8 channels
-    at a time from a ring of whole 8-channel steps (gpu/kernels/gemm_tf32x3.cuh)."""
+def check_precision_body(gemm: str, precision: str) -> None:
+    """A 3xTF32 build runs the tensor-core body on the warp body's tiling (gpu/kernels/gemm_tf32x3.cuh)."""
     if precision not in PRECISIONS:
         raise MegasimError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    if precision != "fp32" and gemm != "warp":
+        raise MegasimError(f"precision {precision!r} runs on the warp GEMM body's tiling, not the {gemm!r} body")
+
+
+def check_precision(part: Partition, gemm: str, precision: str, k_step: int = GEMM_K_STEP) -> None:
+    """`check_precision_body`, and a 3xTF32 build's mma steps take 8 channels at a time from a ring of whole
+    8-channel steps."""
+    check_precision_body(gemm, precision)
     if precision == "fp32":
         return
-    if gemm != "warp":
-        raise MegasimError(f"precision {precision!r} runs on the warp GEMM body's tiling, not the {gemm!r} body")
     bk = gemm_ring(part, k_step)[0]
     if bk % 8:
         raise MegasimError(f"precision {precision!r} needs GEMM steps of a multiple of 8 channels; this "
