@@ -17,13 +17,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from measure import graph_of  # this folder's, on the path when run as a script: the builds it measured
 from megasim.app.calibrate.profile import simulation_model
-from megasim.app.catalog import load_layer, partition_for
-from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import make
-from megasim.contract.problem import WinogradVariant
-from megasim.contract.resources import warp_partition
 from megasim.engine.interpreter import SimpyInterpreter
 
 HERE = Path(__file__).resolve().parent
@@ -34,11 +31,6 @@ def model_with(gpu, efficiency: float, fused: float = 0.0):
     names = [x.name for x in gpu.model.laws] + ["tensor_core_gemm"]
     table = {"efficiency_ratio": efficiency, "fused_efficiency_ratio": fused}
     return replace(gpu, model=gpu.model.with_laws(names, {"tensor_core_gemm": table}))
-
-
-def graph_of(name: str, m: int):
-    layer = load_layer(name)
-    return build_graph(layer, WinogradVariant(m), warp_partition(layer, partition_for(layer, "h200")))
 
 
 def predict(gpu, graph, kinds=("gemm", "nonfused", "fused"), precision: str = "3xtf32") -> dict:

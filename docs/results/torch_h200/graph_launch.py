@@ -2,7 +2,8 @@
 
     python docs/results/torch_h200/graph_launch.py OUT
 
-Host us per call (200 back-to-back calls, no synchronisation, / 200, median of 7 loops): an empty CuPy
+Host us per call (`host_time.host_us`: 200 back-to-back calls, no synchronisation, / 200, median of 7 loops;
+the committed results were taken with 5 warm-up calls where host_us makes 3): an empty CuPy
 `RawKernel` launch; one and three empty kernels through `gpu.launch.DriverLaunch`; the same three as one
 `gpu.launch.GraphLaunch`, its pointers unchanged and changed every call (every node rewritten). Then two
 non-fused builds megasim.torch runs at batch 1 (ResNet-18's 1x256x14x14 and 1x512x7x7 shapes): the layer's
@@ -10,32 +11,20 @@ output through the build's driver-bound kernels and through a graph of the same 
 layer's own call), and the host time of each. Writes OUT/graph_launch.json and prints it.
 """
 import json
-import statistics
 import sys
-import time
 
 import cupy as cp
 import torch
 
+import host_time  # this folder's, on the path when run as a script
 import megasim.torch as mtorch
 from megasim.gpu.launch import DriverLaunch, GraphLaunch, Kernel, U, W, X, Y
 
 EMPTY = r'extern "C" __global__ void empty(const float* a, const float* b, float* c) {}'
 
 
-def host_us(fn, calls: int = 200, loops: int = 7) -> float:
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(loops):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(times)
+def host_us(fn) -> float:
+    return host_time.host_us(fn, 200, 7)  # host_time.md's measurement, two more loops
 
 
 def empty_kernels(raw: int) -> dict:

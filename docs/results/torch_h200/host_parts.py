@@ -16,7 +16,6 @@ converted network with every layer on torch's convolution, and every layer on it
 
 Writes OUT/host_parts.json and prints two tables.
 """
-import argparse
 import copy
 import importlib.util
 import json
@@ -147,14 +146,7 @@ def networks() -> list[dict]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("out", type=Path)
-    p.add_argument("--calls", type=int, default=200)
-    p.add_argument("--loops", type=int, default=5)
-    args = p.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    args = _load("host_time").host_args()
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
     doc["per_call"] = per_call(args.calls, args.loops)
     (args.out / "host_parts.json").write_text(json.dumps(doc, indent=1))

@@ -70,7 +70,9 @@ def registrations():
     return lib, torch.ops.megasim_host.alloc_op, torch.ops.megasim_host.alloc_def
 
 
-def main() -> int:
+def host_args():
+    """OUT, --calls and --loops of a host-time script (this one, host_parts.py); OUT made, and torch's
+    convolution set as both time it: cudnn.benchmark on, TF32 off."""
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--calls", type=int, default=200)
@@ -79,6 +81,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    return args
+
+
+def main() -> int:
+    args = host_args()
     dev = torch.device("cuda")
     stream = cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
     empty = cp.RawKernel(EMPTY, "empty")
