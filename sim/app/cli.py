@@ -67,14 +67,13 @@ def cmd_simulate(args) -> int:
         from megasim.app.pick import simulate_all_builds
         return simulate_all_builds(args, gpu, model_note, _problem)
     from megasim.app.calibrate.uncertainty import Uncertainty
-    from megasim.app.mapping_flags import gemm_and_partition, precision_of
-    from megasim.contract.build import Build, simulated_builds
+    from megasim.app.mapping_flags import gemm_precision_and_partition
+    from megasim.contract.build import simulated_builds
     layer, variant, partition, partition_source, mode = _problem(args, gpu.name)
-    gemm, partition, partition_source = gemm_and_partition(args, layer, partition, partition_source)
+    gemm, precision, partition, partition_source = gemm_precision_and_partition(args, layer, partition,
+                                                                                partition_source)
     graph = build_graph(layer, variant, partition)
     mapping = mapping_from_args(graph, args)
-    precision = precision_of(args)
-    Build(gemm=gemm, precision=precision)  # refuses 3xTF32 off the warp body, in one line
     result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm, precision)
     written = write_simulation_outputs(args, result, layer, gpu, mapping)
     call = Uncertainty.from_dict(intervals).call(result.fused.time_us, result.nonfused.time_us) if intervals else None

@@ -79,23 +79,19 @@ def problem_from_mapping_file(args) -> tuple[Layer, WinogradVariant, Partition, 
     return layer, variant, partition, mode_of(doc, path)
 
 
-def precision_of(args) -> str:
-    """`simulate`'s precision: `--precision`, else the --mapping file's, else fp32."""
-    from megasim.contract.mapping.io import build_of
-    if args.precision:
-        return args.precision
-    return build_of(read_mapping_file(args.mapping), args.mapping).precision if args.mapping else "fp32"
-
-
-def gemm_and_partition(args, layer, partition: Partition, source: str) -> tuple[str, Partition, str]:
-    """`simulate`'s GEMM body (`--gemm`, else the --mapping file's, else generic) and the partition it runs on:
-    a mapping file's as it is, else the table's widened for the warp body as `bench` runs it."""
+def gemm_precision_and_partition(args, layer, partition: Partition, source: str) -> tuple[str, str, Partition, str]:
+    """`simulate`'s GEMM body and precision (`--gemm` and `--precision`, else the --mapping file's, else the
+    generic body in FP32; a precision off its body is refused) and the partition it runs on: a mapping file's as
+    it is, else the table's widened for the warp body as `bench` runs it."""
     from megasim.contract.build import Build, build_partition
     from megasim.contract.mapping.io import build_of
-    gemm = args.gemm or (build_of(read_mapping_file(args.mapping), args.mapping).gemm if args.mapping else "generic")
+    from megasim.contract.resources import check_precision_body
+    named = build_of(read_mapping_file(args.mapping), args.mapping) if args.mapping else Build()
+    gemm, precision = args.gemm or named.gemm, args.precision or named.precision
+    check_precision_body(gemm, precision)
     if args.mapping:
-        return gemm, partition, source
+        return gemm, precision, partition, source
     widened = build_partition(layer, Build(gemm=gemm), partition)
     if widened != partition:
         source += f", widened for the {gemm} GEMM body (gemm_k_per_task {widened.gemm_k_per_task})"
-    return gemm, widened, source
+    return gemm, precision, widened, source
