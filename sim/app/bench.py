@@ -8,6 +8,8 @@ mapping (a strategy, or a JSON file), and time
 - fused-raw: the same with raw blockIdx (comparison only; may time out);
 - nonfused: the four kernels launched in order;
 - nonfused-graph: the same four captured once into a CUDA graph, replayed;
+- every other build of the layer's decision space, the warp body's also in 3xTF32 unless `--precision fp32`
+  (`bench_best`, which also holds the rule a run must meet to count as accurate);
 - every cuDNN algorithm and torch, through gpu.baselines.
 
 Method (device notes, METHOD.md): CUDA events around each call, warm-up
@@ -41,7 +43,7 @@ from megasim.contract.mapping.io import problem_of, read_mapping_file
 from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.contract.resources import GEMM_K_STEP, gemm_plan
 from megasim.contract.scheduling import MODES
-from megasim.app.bench_best import best_fused, best_nonfused, space_runs
+from megasim.app.bench_best import best_fused, best_nonfused, fp32_accuracy, space_runs, swept_precisions
 from megasim.app.catalog import load_gpu, partition_for
 from megasim.app.choices import mapping_from_args
 
@@ -121,8 +123,9 @@ def _score(cp, ref):
 def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | None = None,
                 baselines: bool = True, raw_blockidx: bool = True, k_step: int = GEMM_K_STEP,
                 space: bool = True) -> dict:
-    """Every timing of one layer; with `space`, every other build of its decision space too (not with a
-    mapping file, which fixes the build: `bench_best.space_runs`), and the best accurate builds."""
+    """Every timing of one layer; with `space`, every other build of its decision space too, at the precisions
+    `--precision` names (not with a mapping file, which fixes the build: `bench_best.space_runs`), and the best
+    accurate builds."""
     cp = require_cupy()
     reps = max(20, int(getattr(args, "reps", None) or 20))
     variant = WinogradVariant(getattr(args, "variant", None) or 4)
@@ -141,14 +144,17 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     modes_bitwise = all(bool((e.output == runs["fused"].output).all()) for e in runs.values())
     del runs
     gemm_partitions = {}
-    if space and not getattr(args, "mapping", None):
+    sweep = space and not getattr(args, "mapping", None)
+    precisions = swept_precisions(getattr(args, "precision", None)) if sweep else ("fp32",)
+    if sweep:
         workspaces: dict = {}
 
         def cuda_for(g, **build):
             ws_g = workspaces.setdefault((g.variant.m, g.partition), Workspace(g))
             return CudaInterpreter(workspace=ws_g, k_step=k_step, **build)
 
-        more = space_runs(graph, lambda g: mapping_from_args(g, args), config, cuda_for, _score(cp, ref), set(timings))
+        more = space_runs(graph, lambda g: mapping_from_args(g, args), config, cuda_for, _score(cp, ref), set(timings),
+                          precisions)
         timings.update(more[0])
         checks.update(more[1])
         gemm_partitions = {k: p for k, p in more[2].items() if p != part.to_dict()}
@@ -159,10 +165,11 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
              "gemm_plan": asdict(gemm_plan(part)), "mapping": {"strategy": mp.strategy, "params": mp.params},
              "tasks": graph.summary(), "reference": ref_name, "checks": checks,
              "fused_equals_nonfused_bitwise": bitwise, "modes_bitwise_equal": modes_bitwise, "timings": timings,
-             "gemm_partitions": gemm_partitions,
+             "gemm_partitions": gemm_partitions, "precisions": list(precisions),
              "floors_us": {"flops_at_fp32_peak": wino_flops / fp32_peak_flops(scenario_gpu(args)) * 1e6,
                            "bytes_at_copy_bandwidth": layer.min_dram_bytes / bandwidth * 1e6},
              "winograd_gflop": wino_flops / 1e9, "direct_gflop": layer.direct_flops / 1e9, "baselines": []}
+    entry["fp32_accuracy"] = fp32_accuracy(entry)
     entry["best_fused"] = best_fused(entry)
     entry["best_nonfused"] = best_nonfused(entry)
     if getattr(args, "trace", None):
@@ -171,6 +178,7 @@ def bench_layer(layer: Layer, args, bandwidth: float, *, partition: Partition | 
     del ws, ys, config
     if baselines:
         entry["baselines"] = _baselines(cp, layer, xs[0], wts[0], ref, reps)
+        entry["fastest_baseline"] = fastest_baseline(entry)
     return entry
 
 
@@ -197,22 +205,39 @@ def _fastest(entry) -> dict | None:
     return min(ok, key=lambda r: r["median_us"]) if ok else None
 
 
+def fastest_baseline(entry) -> dict | None:
+    """The fastest strict-FP32 cuDNN/torch algorithm's name, time and error: the error our best builds'
+    `rel_err` is read beside."""
+    base = _fastest(entry)
+    return base and {k: base.get(k) for k in ("name", "median_us", "rel_err")}
+
+
 def _us(value) -> str:
     return f"{value:9.1f}" if value is not None else f"{'-':>9}"
+
+
+def _err(value) -> str:
+    return f"{value:9.1e}" if value is not None else f"{'-':>9}"
+
+
+def _best_fused_or_static(e) -> dict:
+    """The entry's best fused build, else (no run accurate at its precisions) the static fused run."""
+    return e.get("best_fused") or {"median_us": e["timings"]["fused"]["median_us"], "mode": "static",
+                                   "variant": e["variant"], "precision": "fp32",
+                                   "rel_err": e["checks"]["fused"]["rel_err"]}
 
 
 def format_table(entries: list[dict]) -> str:
     """Per layer: fused in each mode, the best accurate fused build (mode/variant/body), and that best against
     our fastest accurate non-fused build (graph-captured, any variant and body) and the fastest cuDNN/torch
-    baseline."""
+    baseline; then the best fused build's precision and error beside that baseline's error."""
     head = (f"{'layer':10} {'fused':>9} {'persist':>9} {'ready-q':>9} {'best fused':>20} {'best nf':>9} {'cudnn best':>24} "
-            f"{'x cudnn':>7} {'x nf':>6} {'floor':>8} {'err':>8}")
+            f"{'x cudnn':>7} {'x nf':>6} {'floor':>8} {'prec':>6} {'err':>9} {'cudnn err':>9}")
     lines = [head, "-" * len(head)]
     for e in entries:
         t = e["timings"]
         g = (e.get("best_nonfused") or {}).get("median_us") or t["nonfused-graph"]["median_us"]
-        fused = e.get("best_fused") or {"median_us": t["fused"]["median_us"], "mode": "static",
-                                         "variant": e["variant"], "rel_err": e["checks"]["fused"]["rel_err"]}
+        fused = _best_fused_or_static(e)
         f = fused["median_us"]
         label = f"{fused['mode'][:4]}/F{fused['variant']}{'/w' if fused.get('gemm') == 'warp' else ''} {f:8.1f}"
         base = _fastest(e)
@@ -222,7 +247,8 @@ def format_table(entries: list[dict]) -> str:
             + f" {label:>20} {g:9.1f} "
             + (f"{base['name'][:15]:>15} {base['median_us']:8.1f} {base['median_us'] / f:7.2f}" if base
                else f"{'-':>24} {'-':>7}")
-            + f" {g / f:6.2f} {max(e['floors_us'].values()):8.1f} {fused['rel_err']:8.1e}")
+            + f" {g / f:6.2f} {max(e['floors_us'].values()):8.1f} {fused.get('precision', 'fp32'):>6} "
+            + f"{_err(fused['rel_err'])} {_err(base and base.get('rel_err'))}")
     return "\n".join(lines)
 
 
@@ -238,6 +264,7 @@ def bench_main(args) -> int:
         raise MegasimError("--trace records one layer; give --layer NAME, --shape or --mapping")
     header = {**measurement_header(), "schema_version": BENCH_SCHEMA_VERSION,
               "task_map_schema_version": SCHEMA_VERSION, "gpu": scenario_gpu(args),
+              "precision": getattr(args, "precision", None) or "all",
               "reps": max(20, int(getattr(args, "reps", 0) or 20)),
               "fused_timing": "includes the control-word reset copy before each launch"}
     header["baseline_header"] = device_header()

@@ -140,6 +140,9 @@ def headline(summary: dict, profile, measurements) -> dict:
 
 
 def cmd_bench(args) -> int:
+    if "precision" in args.given and (args.network or args.mapping):
+        raise MegasimError("--precision picks the precisions of a layer's decision space; --network and --mapping "
+                           "time fixed builds (a mapping file names its own precision)")
     if args.network:
         from megasim.app.bench_network import bench_network
         return bench_network(args)
@@ -168,6 +171,9 @@ def _bench_args(p):
     _problem_args(p)
     p.add_argument("--gpu", help="whose partition table (scenarios/partitions) to use; default: this device's")
     p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--precision", choices=(*PRECISIONS, "all"),
+                   help="the GEMM precisions swept and picked from: fp32 (FFMA), 3xtf32 (tensor cores, on the warp "
+                        "body, each judged against its fp32 twin, timed too) or all. Default: all")
     p.add_argument("--out", help="write the results JSON here")
     p.add_argument("--json", action="store_true")
     _network_args(p, "measure")

@@ -9,8 +9,8 @@ mode, a precision) is one declaration that every consumer picks up.
 `Build.partition` None means "the layer's own": its row of the GPU's partition table, which a warp build
 widens to the GEMM study's 128 output channels per task where that tiles (`resources.warp_partition`), the
 shape `bench` times the warp body on. `discrete_builds` lists the builds of one layer at its own
-partition and default mapping, every axis but the partition and mapping swept: the set `bench` measures
-and the simulator ranks for its pick.
+partition and default mapping, every axis but the partition and mapping swept: the set the simulator ranks
+for its pick, and, with the 3xTF32 twins of its warp builds, the set `bench` measures.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from megasim.contract.errors import MegasimError
 from megasim.contract.modes import MODES, check_mode
 from megasim.contract.problem import VARIANTS, Layer, Partition
-from megasim.contract.resources import (GEMM_BODIES, PRECISIONS, check_precision, check_precision_body,
-                                       check_warp_tiled, gemm_warp_tiled, warp_partition)
+from megasim.contract.resources import (GEMM_BODIES, PRECISIONS, check_kernel_build, check_precision,
+                                       check_precision_body, check_warp_tiled, gemm_warp_tiled, warp_partition)
 
 LAUNCHES = ("fused", "nonfused")
 AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BODIES, "precision": PRECISIONS}
@@ -30,8 +30,8 @@ AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BOD
 class Build:
     """One way to run a layer. `mode` is the megakernel's and is "static" for a non-fused build. `precision` is
     the GEMM's arithmetic (`resources.PRECISIONS`): "3xtf32" runs on the warp body's tiling. `search` sweeps it
-    where the model has a `gemm_precision` law; `bench` and `discrete_builds` do not yet (no committed profile
-    predicts it)."""
+    where the model has a `gemm_precision` law; `bench` measures it; `discrete_builds` lists it only when asked
+    (no committed profile predicts it)."""
 
     launch: str = "fused"
     variant: int = 4
@@ -84,14 +84,30 @@ def gemm_bodies_for(layer: Layer, own: Partition) -> tuple[str, ...]:
     return tuple(g for g in GEMM_BODIES if g == "generic" or gemm_warp_tiled(layer, warp_partition(layer, own)))
 
 
-def discrete_builds(layer: Layer, own: Partition) -> list[Build]:
-    """Every build of `layer` at its own partition: each launch, variant, (fused) mode and GEMM body."""
+def discrete_builds(layer: Layer, own: Partition, precisions: tuple[str, ...] = ("fp32",)) -> list[Build]:
+    """Every build of `layer` at its own partition: each launch, variant, (fused) mode and GEMM body, at each of
+    `precisions` (a precision other than FP32 only where the contract allows it there: `at_precision`), each
+    build's FP32 form first. FP32 alone by default: the simulator predicts another precision only with a
+    `gemm_precision` law."""
     out = []
     for gemm in gemm_bodies_for(layer, own):
         for variant in VARIANTS:
-            out += [Build("fused", variant, mode, gemm) for mode in MODES]
-            out.append(Build("nonfused", variant, "static", gemm))
+            fused = [Build("fused", variant, mode, gemm) for mode in MODES]
+            for b in fused + [Build("nonfused", variant, "static", gemm)]:
+                twins = [at_precision(layer, own, b, p) for p in precisions if p != "fp32"]
+                out += ([b] if "fp32" in precisions else []) + [t for t in twins if t is not None]
     return out
+
+
+def at_precision(layer: Layer, own: Partition, build: Build, precision: str) -> Build | None:
+    """`build` at `precision`, or None where the contract refuses that precision on its body or partition
+    (`check_kernel_build`): a twin the kernels cannot compile is no build of the space."""
+    try:
+        twin = replace(build, precision=precision)
+        check_kernel_build(layer, build_partition(layer, twin, own), twin.gemm, precision=precision)
+    except MegasimError:
+        return None
+    return twin
 
 
 def simulated_builds(variant: int, mode: str, gemm: str, partition: Partition, precision: str = "fp32") -> dict:
@@ -105,5 +121,5 @@ def with_partition(build: Build, layer: Layer, own: Partition) -> Build:
     return replace(build, partition=build_partition(layer, build, own))
 
 
-__all__ = ["AXES", "LAUNCHES", "Build", "build_partition", "discrete_builds", "gemm_bodies_for", "simulated_builds",
-           "with_partition"]
+__all__ = ["AXES", "LAUNCHES", "Build", "at_precision", "build_partition", "discrete_builds", "gemm_bodies_for",
+           "simulated_builds", "with_partition"]

@@ -4,6 +4,7 @@ for F(6), and at most twice the FFMA build's), and one set of bits for every lau
 import numpy as np
 import pytest
 
+from megasim.app.bench_best import FP32_BOUND as BOUND
 from megasim.app.catalog import partition_for
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
@@ -18,8 +19,6 @@ cp = pytest.importorskip("cupy")
 from megasim.gpu.baselines import reference_fp64, rel_l2_error  # noqa: E402
 from megasim.gpu.megakernel import FusedConv, Workspace  # noqa: E402
 from megasim.gpu.nonfused import NonFusedConv  # noqa: E402
-
-BOUND = {2: 5e-6, 4: 5e-6, 6: 1e-5}
 
 
 def graph_of(layer: Layer, m: int):

@@ -83,6 +83,8 @@ CASES = [
     ("bench-mappings-without-network", "bench --mappings {tmp}/maps --out {tmp}/out/b.json",
      "--mappings works only with --network"),
     ("bench-plot-without-network", "bench --plot {tmp}/out/p.png", "--plot works only with --network"),
+    ("bench-precision-with-network", "bench --precision fp32 --network resnet50 --out {tmp}/out/b.json",
+     "--precision picks the precisions of a layer's decision space"),
     ("search-reps-without-validate-top", SEARCH + " --reps 5", "--reps works only with --validate-top"),
     ("calibrate-budget-without-measuring", "calibrate --from-raw --budget-s 5 --out {tmp}/out/p.toml",
      "--budget-s is for measuring a whole calibration; --from-raw measures nothing"),

@@ -10,6 +10,7 @@ from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.mapping import make
 from megasim.contract.problem import Layer, Partition, WinogradVariant
+from megasim.contract.resources import PRECISIONS
 from megasim.contract.scheduling import MODES
 from megasim.gpu.interpreter import EmulatorInterpreter
 from megasim.gpu.winograd import direct_conv
@@ -124,8 +125,8 @@ def test_warp_builds_where_the_tiling_does_not_fit_are_not_in_the_space():
 
 
 def test_build_keys_round_trip_through_the_parser():
-    for b in discrete_builds(WARP_LAYER, WARP_PART):
-        assert parse_build_key(build_key(b, 4), 4) == (b.launch, b.variant, b.mode, b.gemm)
+    for b in discrete_builds(WARP_LAYER, WARP_PART, PRECISIONS):
+        assert parse_build_key(build_key(b, 4), 4) == (b.launch, b.variant, b.mode, b.gemm, b.precision)
     assert parse_build_key("nonfused", 4) is None and parse_build_key("fused-raw-blockidx", 4) is None
 
 

@@ -3,7 +3,7 @@
 The search ranks builds by the model; the model can be wrong where the search goes (a search is drawn
 to whatever the model makes look fast). So the K best predicted builds are measured together with the
 layer's whole discrete space (`contract.build.discrete_builds`: every launch, variant, mode and GEMM body
-at the layer's own partition and the strategy's default mapping, the set `bench` sweeps), each on the
+at the layer's own partition and the strategy's default mapping, the FP32 set `bench` sweeps), each on the
 same inputs by `bench_build.time_builds` (their kernels compiled first, in parallel). Regret is how much
 slower the search's pick measured than the fastest accurate build measured: measured(pick) / fastest - 1,
 against the whole space, not against one default. The measured fastest is what the loop keeps: best.json is rewritten to name it, with its
