@@ -33,9 +33,6 @@
 #ifndef MS_TF32X3_CHUNK
 #define MS_TF32X3_CHUNK 2
 #endif
-#ifndef MS_TF32X3_GROUP
-#define MS_TF32X3_GROUP 1
-#endif
 #ifndef MS_TF32X3_ROUND_SMALL
 #define MS_TF32X3_ROUND_SMALL 0
 #endif
@@ -74,17 +71,29 @@ __device__ __forceinline__ void ms_mma_tf32(float (&d)[4], const unsigned (&a)[4
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// d = A B from zero (the first pass of a chunk). A chunk's passes run small*big, big*small, big*big per step,
-// MS_TF32X3_CHUNK steps, into one tensor-core sum; the caller adds that sum to its FP32 accumulator with IEEE
-// round-to-nearest. Accumulating straight into the accumulator across all the channels measured 3-9x the FFMA
-// body's GEMM error on C = 64-512 (the tensor cores' adds truncate, so their error grows with the reduction) and
-// exceeded the FP32 bound at C = 1024 (docs/results/tensor_core/). The passes of MS_TF32X3_GROUP n8 tiles (and
-// both m16 rows) are issued pass by pass, so that many independent chains hide the mma latency.
-__device__ __forceinline__ void ms_mma_tf32_from_zero(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+// t = A B over one 8-channel step in 3xTF32: the three passes summed from zero on the tensor cores, small
+// products first. The caller adds t to its FP32 accumulator with IEEE round-to-nearest once every
+// MS_TF32X3_CHUNK steps (ms_mma_3xtf32_onto sums the steps between). Accumulating straight into the
+// accumulator across all the channels measured 3-9x the FFMA body's GEMM error on C = 64-512 (the tensor
+// cores' adds truncate, so their error grows with the reduction) and exceeded the FP32 bound at C = 1024
+// (docs/results/tensor_core/).
+__device__ __forceinline__ void ms_mma_3xtf32_from_zero(float (&t)[4], const unsigned (&a_big)[4],
+                                                        const unsigned (&a_small)[4], const unsigned (&b_big)[2],
+                                                        const unsigned (&b_small)[2]) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%10,%10,%10,%10};\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(0.0f));
+                 "{%10,%10,%10,%10};\n"
+                 : "=f"(t[0]), "=f"(t[1]), "=f"(t[2]), "=f"(t[3])
+                 : "r"(a_small[0]), "r"(a_small[1]), "r"(a_small[2]), "r"(a_small[3]), "r"(b_big[0]), "r"(b_big[1]),
+                   "f"(0.0f));
+    ms_mma_tf32(t, a_big, b_small);
+    ms_mma_tf32(t, a_big, b_big);
+}
+
+__device__ __forceinline__ void ms_mma_3xtf32_onto(float (&t)[4], const unsigned (&a_big)[4], const unsigned (&a_small)[4],
+                                                   const unsigned (&b_big)[2], const unsigned (&b_small)[2]) {
+    ms_mma_tf32(t, a_small, b_big);
+    ms_mma_tf32(t, a_big, b_small);
+    ms_mma_tf32(t, a_big, b_big);
 }
 
 __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, float* Mb, int g, int j) {
@@ -97,7 +106,6 @@ __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, flo
     float* const Vs = smem;
     float* const Us = smem + NS * VSTAGE;
     constexpr int steps = MS_C / BK, KC = (BK / 8) % MS_TF32X3_CHUNK == 0 ? MS_TF32X3_CHUNK : 1;
-    constexpr int NG = MS_NT8 % MS_TF32X3_GROUP == 0 ? MS_TF32X3_GROUP : 1;
 
     const int eb = j / MS_NKB, kb = j % MS_NKB;
     const int t0 = g * BM, nt = ms_min(BM, MS_NUM_TILES - t0);
@@ -167,47 +175,23 @@ __device__ __forceinline__ void ms_gemm_task(const float* U, const float* V, flo
                         for (int i = 0; i < 4; ++i) ms_tf32_split(a[i], a_big[q][m16][i], a_small[q][m16][i]);
                     }
 #pragma unroll
+                for (int n8 = 0; n8 < MS_NT8; ++n8) {
+                    unsigned b_big[KC][2], b_small[KC][2];
 #pragma unroll
-                for (int n0 = 0; n0 < MS_NT8; n0 += NG) {
-                    unsigned b_big[NG][KC][2], b_small[NG][KC][2];
+                    for (int q = 0; q < KC; ++q)
 #pragma unroll
-                    for (int g = 0; g < NG; ++g)
+                        for (int i = 0; i < 2; ++i)
+                            ms_tf32_split(us[((k8 + q) * 8 + i * 4) * BN + b_base + 32 * (n8 >> 2) + ((8 * (n8 & 3)) ^ b_swz)],
+                                          b_big[q][i], b_small[q][i]);
 #pragma unroll
-                        for (int q = 0; q < KC; ++q)
+                    for (int m16 = 0; m16 < 2; ++m16) {
+                        float t[4];
+                        ms_mma_3xtf32_from_zero(t, a_big[0][m16], a_small[0][m16], b_big[0], b_small[0]);
 #pragma unroll
-                            for (int i = 0; i < 2; ++i)
-                                ms_tf32_split(us[((k8 + q) * 8 + i * 4) * BN + b_base + 32 * ((n0 + g) >> 2) +
-                                                 ((8 * ((n0 + g) & 3)) ^ b_swz)],
-                                              b_big[g][q][i], b_small[g][q][i]);
-                    float t[NG][2][4];
+                        for (int q = 1; q < KC; ++q) ms_mma_3xtf32_onto(t, a_big[q][m16], a_small[q][m16], b_big[q], b_small[q]);
 #pragma unroll
-                    for (int g = 0; g < NG; ++g)
-#pragma unroll
-                        for (int m16 = 0; m16 < 2; ++m16) ms_mma_tf32_from_zero(t[g][m16], a_small[0][m16], b_big[g][0]);
-#pragma unroll
-                    for (int q = 0; q < KC; ++q) {
-                        if (q > 0) {
-#pragma unroll
-                            for (int g = 0; g < NG; ++g)
-#pragma unroll
-                                for (int m16 = 0; m16 < 2; ++m16) ms_mma_tf32(t[g][m16], a_small[q][m16], b_big[g][q]);
-                        }
-#pragma unroll
-                        for (int g = 0; g < NG; ++g)
-#pragma unroll
-                            for (int m16 = 0; m16 < 2; ++m16) ms_mma_tf32(t[g][m16], a_big[q][m16], b_small[g][q]);
-#pragma unroll
-                        for (int g = 0; g < NG; ++g)
-#pragma unroll
-                            for (int m16 = 0; m16 < 2; ++m16) ms_mma_tf32(t[g][m16], a_big[q][m16], b_big[g][q]);
+                        for (int i = 0; i < 4; ++i) acc[m16][n8][i] = __fadd_rn(acc[m16][n8][i], t[i]);
                     }
-#pragma unroll
-                    for (int g = 0; g < NG; ++g)
-#pragma unroll
-                        for (int m16 = 0; m16 < 2; ++m16)
-#pragma unroll
-                            for (int i = 0; i < 4; ++i)
-                                acc[m16][n0 + g][i] = __fadd_rn(acc[m16][n0 + g][i], t[g][m16][i]);
                 }
             }
             st = st + 1 == NS ? 0 : st + 1;

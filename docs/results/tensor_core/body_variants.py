@@ -33,9 +33,6 @@ BIG_BLOCK = {"tiles_per_group": 128, "threads": 256}
 VARIANTS = {  # name: (precision, defines, min_blocks, partition changes)
     "ffma": ("fp32", {}, 0, {}),
     "3xtf32": ("3xtf32", {}, 0, {}),
-    "group2": ("3xtf32", {"MS_TF32X3_GROUP": 2}, 0, {}),
-    "group4": ("3xtf32", {"MS_TF32X3_GROUP": 4}, 0, {}),
-    "group8": ("3xtf32", {"MS_TF32X3_GROUP": 8}, 0, {}),
     "chunk1": ("3xtf32", {"MS_TF32X3_CHUNK": 1}, 0, {}),
     "round-small": ("3xtf32", {"MS_TF32X3_ROUND_SMALL": 1}, 0, {}),
     "chunk1-round-small": ("3xtf32", {"MS_TF32X3_CHUNK": 1, "MS_TF32X3_ROUND_SMALL": 1}, 0, {}),
