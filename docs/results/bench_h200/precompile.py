@@ -10,14 +10,17 @@ from concurrent.futures import ProcessPoolExecutor
 
 
 def builds(name):
-    """The raw-blockIdx build and every build of the layer's decision space (`discrete_builds`), as bench asks."""
+    """The raw-blockIdx build and every build bench times (`bench_best.bench_builds`: the layer's decision space
+    with the 3xTF32 twins of its warp builds)."""
+    from megasim.app.bench_best import bench_builds
     from megasim.app.catalog import load_layer, partition_for
-    from megasim.contract.build import build_partition, discrete_builds
+    from megasim.contract.build import build_partition
+    from megasim.contract.resources import PRECISIONS
     layer = load_layer(name)
     base = partition_for(layer, "h200")
     out = [(name, 4, base, "generic", "static", dict(ticket=False, spin_limit_ns=500_000_000))]
-    for b in discrete_builds(layer, base):
-        job = (name, b.variant, build_partition(layer, b, base), b.gemm, b.mode, {})
+    for b in bench_builds(layer, base, PRECISIONS):
+        job = (name, b.variant, build_partition(layer, b, base), b.gemm, b.mode, {"precision": b.precision})
         if job not in out:
             out.append(job)
     return out
@@ -34,7 +37,7 @@ def compile_one(job):
     static = module(cfg)
     if mode != "static":
         occ = device_blocks_per_sm(cp, static.function("ms_megakernel"), part.threads)
-        module(KernelConfig(cfg.layer, cfg.variant, part, gemm=gemm, mode=mode, min_blocks=occ))
+        module(KernelConfig(cfg.layer, cfg.variant, part, gemm=gemm, mode=mode, min_blocks=occ, **extra))
     return name
 
 
