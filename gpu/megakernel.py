@@ -19,17 +19,13 @@ import numpy as np
 
 from megasim.gpu.backend import KernelConfig, module, require_cupy
 from megasim.contract.resources import GEMM_K_STEP
+from megasim.contract.control import COUNTERS_AT, STRIDE, Ctl
 from megasim.contract.encoding import encode
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import TaskGraph
 from megasim.contract.problem import OP_NAMES, Op
 from megasim.contract.records import empty_records
 from megasim.contract.scheduling import RESIDENT_MODES, RootWindow, ran_dry, ready_queue
-
-CTL_COUNTERS = 32  # words before the counters in the control block (megakernel.cu)
-CTL_STRIDE = 32  # words per counter: one 128-byte line each
-CTL_PUSHED, CTL_FIFO, CTL_PENDING, CTL_WAITERS, CTL_ROOTS, CTL_NUM_ROOTS, CTL_ROOTS_QUEUED = 7, 8, 9, 10, 11, 12, 13
-CTL_INIT_AT, CTL_NUM_COUNTERS = 14, 15  # self-resetting builds: where the initial words are, how many counters
 
 
 class Workspace:
@@ -108,13 +104,13 @@ class FusedConv:
         self.grid = self._grid(cp, mode, blocks)
         self.order = np.asarray(getattr(mapping, "order", mapping), dtype=np.int64)
         self.task_map = cp.asarray(encode(graph, self.order))
-        init = np.zeros(CTL_COUNTERS + CTL_STRIDE * len(graph.counter_init), dtype=np.int32)
-        init[CTL_COUNTERS::CTL_STRIDE] = graph.counter_init
+        init = np.zeros(COUNTERS_AT + STRIDE * len(graph.counter_init), dtype=np.int32)
+        init[COUNTERS_AT::STRIDE] = graph.counter_init
         rq = np.zeros(1, dtype=np.int32)
         if mode == "ready_queue":
             init, rq = self._ready_queue_words(init)
         if self_reset:  # the initial words ride after the live ones, where the last block out reads them
-            init[CTL_INIT_AT], init[CTL_NUM_COUNTERS] = len(init), len(graph.counter_init)
+            init[Ctl.INIT_AT], init[Ctl.NUM_COUNTERS] = len(init), len(graph.counter_init)
         self.ctl_init = cp.asarray(init)
         self.rq = cp.asarray(rq)
         self.ctl = cp.asarray(np.concatenate([init, init])) if self_reset else cp.empty_like(self.ctl_init)
@@ -130,10 +126,10 @@ class FusedConv:
         tasks, first = self.graph.num_tasks, RootWindow(plan.roots, self.grid).first()
         fifo = np.full(tasks, -1, dtype=np.int32)
         fifo[:len(first)] = first
-        init[CTL_PUSHED] = init[CTL_ROOTS_QUEUED] = len(first)
-        init[CTL_FIFO], init[CTL_PENDING] = len(init), len(init) + tasks
-        init[CTL_WAITERS] = len(plan.waiter_offsets)
-        init[CTL_ROOTS], init[CTL_NUM_ROOTS] = len(plan.waiter_offsets) + len(plan.waiters), len(plan.roots)
+        init[Ctl.PUSHED] = init[Ctl.ROOTS_QUEUED] = len(first)
+        init[Ctl.FIFO], init[Ctl.PENDING] = len(init), len(init) + tasks
+        init[Ctl.WAITERS] = len(plan.waiter_offsets)
+        init[Ctl.ROOTS], init[Ctl.NUM_ROOTS] = len(plan.waiter_offsets) + len(plan.waiters), len(plan.roots)
         return (np.concatenate([init, fifo, plan.pending]),
                 np.concatenate([plan.waiter_offsets, plan.waiters, plan.roots]))
 
@@ -168,11 +164,11 @@ class FusedConv:
 
     def check(self) -> None:
         """Raise if any block timed out waiting (a deadlocked or illegal mapping)."""
-        ctl = self.ctl[:6].get()
-        if ctl[1]:
+        ctl = self.ctl[:Ctl.ERROR_VALUE + 1].get()
+        if ctl[Ctl.ERROR]:
             if self.self_reset:  # a failed launch leaves its words for this read; the next one needs them fresh
                 self.ctl[:len(self.ctl_init)] = self.ctl_init
-            block, task, counter, value = (int(v) for v in ctl[2:6])
+            block, task, counter, value = (int(v) for v in ctl[Ctl.ERROR_BLOCK:Ctl.ERROR_VALUE + 1])
             g = self.graph
             if task < 0:
                 raise MegasimError(ran_dry(f"FIFO slot {counter} stayed empty for "
@@ -195,4 +191,4 @@ class FusedConv:
         return records_from_trace(self.graph, self.trace.get())
 
 
-__all__ = ["FusedConv", "Workspace", "CTL_COUNTERS", "CTL_STRIDE", "fused_module", "records_from_trace"]
+__all__ = ["FusedConv", "Workspace", "fused_module", "records_from_trace"]

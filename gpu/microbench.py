@@ -32,7 +32,7 @@ SOURCE = KERNEL_DIR / "microbench.cu"
 DISPATCH_WAVES = 48
 DISPATCH_WORK_CYCLES = 4000
 SMEM_RESERVED_PER_BLOCK = 1024
-SPIN_SLEEP_NS = (32, 1024)  # the megakernel's wait-loop back-off (gpu/kernels/megakernel.cu ms_wait)
+SPIN_SLEEP_NS = (32, 1024)  # the megakernel's back-off on a counter (gpu/kernels/megakernel.cu ms_bounded_wait)
 SPIN_ITERS = 24  # Hopper and Ampere keep 1 KiB per resident block for the system
 
 
@@ -58,7 +58,7 @@ class _Bench:
 
     def __init__(self):
         cp = self.cp = require_cupy()
-        self.mod = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",))
+        self.mod = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17", f"-I{KERNEL_DIR}"))
         dev = cp.cuda.Device()
         attrs = dev.attributes
         self.sms = int(attrs["MultiProcessorCount"])

@@ -24,21 +24,16 @@
 // queues the first grid-size of them in mapping order, and each finishing root pushes the next one
 // (megasim.contract.scheduling).
 //
-// ctl layout (int32): [0] ticket (ready queue: FIFO pops), [1] error flag, [2] logical block, [3] task
-// (-1: a FIFO slot stayed empty), [4] counter it waited on (or the slot), [5] that counter's value (or
-// the push count), [6] blocks that left, [7] FIFO pushes, [8] offset of the FIFO, [9] of the pending counts, [10]
-// of the waiter lists in rq (after the per-counter offsets), [11] of the roots in rq, [12] number of
-// roots, [13] roots queued, [14] (self-resetting builds, as [6] and [15] are) offset of the initial words,
-// [15] number of counters, [16..31] spare; then dependency counter i at [32 + 32 i]: one 128-byte line
-// per counter, so the polls of spinning blocks do not share a line with the ticket or with each other
-// (on the H200 this measured within noise of the packed layout); then, ready queue only, the FIFO and
-// the pending counts.
+// The control words (ticket, error record, dependency counters, the ready queue's words) are laid out
+// by megasim.contract.control, generated into ctl_layout.cuh.
 //
-// MS_SELF_RESET=1 builds need no reset copy before each launch: every block counts itself out in [6] as it
-// leaves, and the last one restores the header, the counters and the ready queue's words from the initial
-// copy kept after them (at offset [14]; [15] counters), unless a block failed: then the words stay as they
-// are, for the host to read and reset. One launch per convolution is what a host-bound caller wants.
+// MS_SELF_RESET=1 builds need no reset copy before each launch: every block counts itself out in
+// MS_CTL_LEFT as it leaves, and the last one restores the header, the counters and the ready queue's words
+// from the initial copy kept after them (at offset MS_CTL_INIT_AT), unless a block failed: then the words
+// stay as they are, for the host to read and reset. One launch per convolution is what a host-bound caller wants.
 #include "winograd.cuh"
+#include "clock.cuh"
+#include "ctl_layout.cuh"
 
 #ifndef MS_USE_TICKET
 #define MS_USE_TICKET 1
@@ -58,20 +53,6 @@
 #ifndef MS_SELF_RESET
 #define MS_SELF_RESET 0
 #endif
-#define MS_CTL_COUNTERS 32
-#define MS_CTL_STRIDE 32
-
-__device__ __forceinline__ unsigned long long ms_globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ int ms_smid() {
-    unsigned int s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return (int)s;
-}
 
 __device__ __forceinline__ int ms_load_acquire(const int* p) {
     int v;
@@ -79,28 +60,37 @@ __device__ __forceinline__ int ms_load_acquire(const int* p) {
     return v;
 }
 
-// Returns false when the wait timed out or another block already failed.
-// The sleep between polls doubles up to 1 us: hundreds of resident blocks can
-// be waiting at once (on the filter prefix, say), and each poll is an L2 access.
-__device__ __forceinline__ bool ms_wait(int* ctl, int counter, int block, int task) {
-    if (counter == MS_NO_COUNTER) return true;
-    const int* cnt = ctl + MS_CTL_COUNTERS + MS_CTL_STRIDE * counter;
+// The bounded wait, on a dependency counter (until it reaches zero) or, kSlot, on a FIFO slot (until a
+// task is in it). Returns false when the wait timed out or another block already failed; the first
+// block to time out raises the error flag and records the block, the task, what it waited on (`at`) and
+// the counter's value, or for a slot the pushes so far. The sleep between polls doubles up to 1 us on a
+// counter (hundreds of resident blocks can be waiting at once, on the filter prefix say, and each poll
+// is an L2 access) and up to 256 ns on a slot.
+template <bool kSlot>
+__device__ __forceinline__ bool ms_bounded_wait(int* ctl, const int* p, int& v, int block, int task, int at) {
     const unsigned long long t0 = ms_globaltimer();
     unsigned sleep_ns = 32;
-    int v;
-    while ((v = ms_load_acquire(cnt)) > 0) {
-        if (ms_load_acquire(ctl + 1) != 0) return false;
+    while (v = ms_load_acquire(p), kSlot ? v < 0 : v > 0) {
+        if (ms_load_acquire(ctl + MS_CTL_ERROR) != 0) return false;
         if (ms_globaltimer() - t0 > MS_SPIN_LIMIT_NS) {
-            if (atomicCAS(ctl + 1, 0, 1) == 0) {
-                ctl[2] = block; ctl[3] = task; ctl[4] = counter; ctl[5] = v;
+            if (atomicCAS(ctl + MS_CTL_ERROR, 0, 1) == 0) {
+                ctl[MS_CTL_ERROR_BLOCK] = block; ctl[MS_CTL_ERROR_TASK] = task; ctl[MS_CTL_ERROR_COUNTER] = at;
+                ctl[MS_CTL_ERROR_VALUE] = kSlot ? ms_load_acquire(ctl + MS_CTL_PUSHED) : v;
                 __threadfence();
             }
             return false;
         }
         __nanosleep(sleep_ns);
-        sleep_ns = sleep_ns < 1024 ? 2 * sleep_ns : 1024;
+        const unsigned max_sleep_ns = kSlot ? 256 : 1024;
+        sleep_ns = sleep_ns < max_sleep_ns ? 2 * sleep_ns : max_sleep_ns;
     }
     return true;
+}
+
+__device__ __forceinline__ bool ms_wait(int* ctl, int counter, int block, int task) {
+    if (counter == MS_NO_COUNTER) return true;
+    int v;
+    return ms_bounded_wait<false>(ctl, ctl + MS_CTL_COUNTERS + MS_CTL_STRIDE * counter, v, block, task, counter);
 }
 
 #if MS_SELF_RESET
@@ -110,11 +100,12 @@ __device__ __forceinline__ void ms_leave(int* ctl) {
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0)
-        s_last = atomicAdd(ctl + 6, 1) == (int)gridDim.x - 1 && ms_load_acquire(ctl + 1) == 0;
+        s_last = atomicAdd(ctl + MS_CTL_LEFT, 1) == (int)gridDim.x - 1 && ms_load_acquire(ctl + MS_CTL_ERROR) == 0;
     __syncthreads();
     if (s_last) {
         __threadfence();
-        const int base = ctl[14], counters = ctl[15], tail = MS_CTL_COUNTERS + MS_CTL_STRIDE * counters;
+        const int base = ctl[MS_CTL_INIT_AT], counters = ctl[MS_CTL_NUM_COUNTERS];
+        const int tail = MS_CTL_COUNTERS + MS_CTL_STRIDE * counters;
         for (int i = threadIdx.x; i < MS_CTL_COUNTERS; i += MS_NT) ctl[i] = ctl[base + i];
         for (int i = threadIdx.x; i < counters; i += MS_NT)
             ctl[MS_CTL_COUNTERS + MS_CTL_STRIDE * i] = ctl[base + MS_CTL_COUNTERS + MS_CTL_STRIDE * i];
@@ -126,35 +117,20 @@ __device__ __forceinline__ void ms_leave(int* ctl) {
 #if MS_READY_QUEUE
 // The next FIFO slot's task, -1 when every task has been popped, -2 on a timeout or another block's error.
 __device__ __forceinline__ int ms_pop(int* ctl) {
-    const int i = atomicAdd(ctl, 1);
+    const int i = atomicAdd(ctl + MS_CTL_TICKET, 1);
     if (i >= MS_NUM_TASKS) return -1;
-    const int* slot = ctl + ctl[8] + i;
-    const unsigned long long t0 = ms_globaltimer();
-    unsigned sleep_ns = 32;
     int b;
-    while ((b = ms_load_acquire(slot)) < 0) {
-        if (ms_load_acquire(ctl + 1) != 0) return -2;
-        if (ms_globaltimer() - t0 > MS_SPIN_LIMIT_NS) {
-            if (atomicCAS(ctl + 1, 0, 1) == 0) {
-                ctl[2] = -1; ctl[3] = -1; ctl[4] = i; ctl[5] = ms_load_acquire(ctl + 7);
-                __threadfence();
-            }
-            return -2;
-        }
-        __nanosleep(sleep_ns);
-        sleep_ns = sleep_ns < 256 ? 2 * sleep_ns : 256;
-    }
-    return b;
+    return ms_bounded_wait<true>(ctl, ctl + ctl[MS_CTL_FIFO] + i, b, -1, -1, i) ? b : -2;
 }
 
 __device__ __forceinline__ void ms_push(int* ctl, int slot, int block) {
-    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(ctl + ctl[8] + slot), "r"(block) : "memory");
+    asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(ctl + ctl[MS_CTL_FIFO] + slot), "r"(block) : "memory");
 }
 
 // A root finished: the next root enters the FIFO.
 __device__ __forceinline__ void ms_push_next_root(int* ctl, const int* __restrict__ rq) {
-    const int r = atomicAdd(ctl + 13, 1);
-    if (r < ctl[12]) ms_push(ctl, atomicAdd(ctl + 7, 1), rq[ctl[11] + r]);
+    const int r = atomicAdd(ctl + MS_CTL_ROOTS_QUEUED, 1);
+    if (r < ctl[MS_CTL_NUM_ROOTS]) ms_push(ctl, atomicAdd(ctl + MS_CTL_PUSHED, 1), rq[ctl[MS_CTL_ROOTS] + r]);
 }
 
 // Counter `counter` reached zero: every thread takes a share of its waiters, and those whose pending
@@ -162,8 +138,8 @@ __device__ __forceinline__ void ms_push_next_root(int* ctl, const int* __restric
 // an acquire fence, so its popper sees every parent's writes.
 __device__ __forceinline__ void ms_push_waiters(int* ctl, const int* __restrict__ rq, int counter) {
     const int lo = rq[counter], hi = rq[counter + 1];
-    const int* list = rq + ctl[10];
-    int* pending = ctl + ctl[9];
+    const int* list = rq + ctl[MS_CTL_WAITERS];
+    int* pending = ctl + ctl[MS_CTL_PENDING];
     const int lane = threadIdx.x & 31;
     for (int base = lo; base < hi; base += MS_NT) {
         const int i = base + threadIdx.x;
@@ -177,7 +153,7 @@ __device__ __forceinline__ void ms_push_waiters(int* ctl, const int* __restrict_
         if (!mask) continue;
         const int leader = __ffs(mask) - 1;
         int slot = 0;
-        if (lane == leader) slot = atomicAdd(ctl + 7, __popc(mask));
+        if (lane == leader) slot = atomicAdd(ctl + MS_CTL_PUSHED, __popc(mask));
         slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1));
         if (ready) {
             __threadfence();
@@ -205,10 +181,10 @@ ms_megakernel(const float* __restrict__ x, const float* __restrict__ w, float* U
 #endif
 #if MS_READY_QUEUE
         const int block = ms_pop(ctl);
-        int go = block >= 0 && ms_load_acquire(ctl + 1) == 0;
+        int go = block >= 0 && ms_load_acquire(ctl + MS_CTL_ERROR) == 0;
 #else
-        const int block = MS_USE_TICKET ? atomicAdd(ctl, 1) : (int)blockIdx.x;
-        int go = block < MS_NUM_TASKS && ms_load_acquire(ctl + 1) == 0;
+        const int block = MS_USE_TICKET ? atomicAdd(ctl + MS_CTL_TICKET, 1) : (int)blockIdx.x;
+        int go = block < MS_NUM_TASKS && ms_load_acquire(ctl + MS_CTL_ERROR) == 0;
 #endif
         if (go) {
             const int4 lo = task_map[2 * block], hi = task_map[2 * block + 1];

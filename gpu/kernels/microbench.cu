@@ -8,21 +8,11 @@
 // never meets. Timestamps: clock64() counts one SM's cycles (compare only on
 // one SM); %globaltimer is the chip-wide nanosecond clock. Every wait is
 // bounded by %globaltimer, so a broken run ends instead of hanging the GPU.
-// Compiles on its own (NVRTC through CuPy, or nvcc -arch=sm_90).
+// Compiles on its own, given -I on this folder for clock.cuh (NVRTC through CuPy, or nvcc -arch=sm_90).
+
+#include "clock.cuh"
 
 #define MB_SPIN_LIMIT_NS 200000000ull
-
-__device__ __forceinline__ unsigned long long mb_globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned int mb_smid() {
-    unsigned int s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
 
 __device__ __forceinline__ int mb_load_acquire(const int* p) {
     int v;
@@ -102,7 +92,7 @@ extern "C" __global__ void mb_ffma(float* out, int iters, float b, float c, unsi
     float a4 = a0 + 0.4f, a5 = a0 + 0.5f, a6 = a0 + 0.6f, a7 = a0 + 0.7f;
     __syncthreads();
     unsigned long long c0 = 0, g0 = 0;
-    if (threadIdx.x == 0) { g0 = mb_globaltimer(); c0 = clock64(); }
+    if (threadIdx.x == 0) { g0 = ms_globaltimer(); c0 = clock64(); }
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
@@ -112,9 +102,9 @@ extern "C" __global__ void mb_ffma(float* out, int iters, float b, float c, unsi
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned long long c1 = clock64(), g1 = mb_globaltimer();
+        const unsigned long long c1 = clock64(), g1 = ms_globaltimer();
         unsigned long long* r = rec + 5 * blockIdx.x;
-        r[0] = mb_smid(); r[1] = c0; r[2] = c1; r[3] = g0; r[4] = g1;
+        r[0] = ms_smid(); r[1] = c0; r[2] = c1; r[3] = g0; r[4] = g1;
     }
     const float s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     if (s == -1.2345e30f) out[0] = s;
@@ -143,16 +133,16 @@ __device__ __forceinline__ void mb_mma_body(float* out, int iters, float seed, u
     for (int c = 0; c < CHAINS; ++c) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.0f;
     __syncthreads();
     unsigned long long c0 = 0, g0 = 0;
-    if (threadIdx.x == 0) { g0 = mb_globaltimer(); c0 = clock64(); }
+    if (threadIdx.x == 0) { g0 = ms_globaltimer(); c0 = clock64(); }
     for (int i = 0; i < iters; ++i) {
 #pragma unroll
         for (int c = 0; c < CHAINS; ++c) mb_mma_tf32(acc[c], a, b);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        const unsigned long long c1 = clock64(), g1 = mb_globaltimer();
+        const unsigned long long c1 = clock64(), g1 = ms_globaltimer();
         unsigned long long* r = rec + 5 * blockIdx.x;
-        r[0] = mb_smid(); r[1] = c0; r[2] = c1; r[3] = g0; r[4] = g1;
+        r[0] = ms_smid(); r[1] = c0; r[2] = c1; r[3] = g0; r[4] = g1;
     }
     float s = 0.0f;
 #pragma unroll
@@ -170,9 +160,9 @@ extern "C" __global__ void mb_mma_tf32_latency(float* out, int iters, float seed
 
 // Smallest nonzero step of %globaltimer seen by one thread.
 extern "C" __global__ void mb_timer_resolution(unsigned long long* out, int samples) {
-    unsigned long long best = ~0ull, prev = mb_globaltimer();
+    unsigned long long best = ~0ull, prev = ms_globaltimer();
     for (int i = 0; i < samples; ++i) {
-        const unsigned long long t = mb_globaltimer();
+        const unsigned long long t = ms_globaltimer();
         if (t != prev && t - prev < best) best = t - prev;
         prev = t;
     }
@@ -228,13 +218,13 @@ extern "C" __global__ void mb_poll_latency(const int* p, int n, int mask, int ac
 // to sleep_cap ns. out[i]: clock64 at the end of iteration i (out[0]: start).
 extern "C" __global__ void mb_spin_loop(const int* ctl, int n, unsigned sleep0, unsigned sleep_cap,
                                         unsigned long long* out) {
-    const unsigned long long t0 = mb_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
     out[0] = clock64();
     unsigned sleep_ns = sleep0;
     for (int i = 1; i <= n; ++i) {
         if (mb_load_acquire(ctl) <= 0) break;
         if (mb_load_acquire(ctl + 1) != 0) break;
-        if (mb_globaltimer() - t0 > MB_SPIN_LIMIT_NS) break;
+        if (ms_globaltimer() - t0 > MB_SPIN_LIMIT_NS) break;
         __nanosleep(sleep_ns);
         sleep_ns = sleep_ns < sleep_cap ? 2 * sleep_ns : sleep_cap;
         out[i] = clock64();
@@ -247,16 +237,16 @@ extern "C" __global__ void mb_spin_loop(const int* ctl, int n, unsigned sleep0, 
 // [4] smid of block 0, [5] smid of block 1.
 extern "C" __global__ void mb_pingpong(int* flags, int n, unsigned long long* out) {
     if (threadIdx.x != 0 || blockIdx.x > 1) return;
-    const unsigned long long deadline = mb_globaltimer() + MB_SPIN_LIMIT_NS;
+    const unsigned long long deadline = ms_globaltimer() + MB_SPIN_LIMIT_NS;
     int* ping = flags;
     int* pong = flags + 32;  // another 128-byte line
-    out[4 + blockIdx.x] = mb_smid();
+    out[4 + blockIdx.x] = ms_smid();
     if (blockIdx.x == 0) {
         const unsigned long long t0 = clock64();
         for (int i = 1; i <= n; ++i) {
             mb_store_release(ping, i);
             while (mb_load_acquire(pong) != i) {
-                if (mb_globaltimer() > deadline) { out[3] = 1; mb_store_release(ping, -1); return; }
+                if (ms_globaltimer() > deadline) { out[3] = 1; mb_store_release(ping, -1); return; }
             }
         }
         out[0] = clock64() - t0;
@@ -267,7 +257,7 @@ extern "C" __global__ void mb_pingpong(int* flags, int n, unsigned long long* ou
             int v;
             while ((v = mb_load_acquire(ping)) != i) {
                 ++polls;
-                if (v < 0 || mb_globaltimer() > deadline) { out[3] = 1; return; }
+                if (v < 0 || ms_globaltimer() > deadline) { out[3] = 1; return; }
             }
             cycles += clock64() - t0;
             mb_store_release(pong, i);
@@ -283,16 +273,16 @@ extern "C" __global__ void mb_pingpong(int* flags, int n, unsigned long long* ou
 // start, [2*slot+1] max end (the host initialises them to ~0 and 0).
 extern "C" __global__ void mb_stamp(unsigned long long* rec, int slot) {
     if (threadIdx.x == 0) {
-        atomicMin(rec + 2 * slot, mb_globaltimer());
-        atomicMax(rec + 2 * slot + 1, mb_globaltimer());
+        atomicMin(rec + 2 * slot, ms_globaltimer());
+        atomicMax(rec + 2 * slot + 1, ms_globaltimer());
     }
 }
 
 // One thread spins for `ns`, so launches queued behind it start back to back.
 extern "C" __global__ void mb_sleep(unsigned long long ns, unsigned long long* out) {
-    const unsigned long long t0 = mb_globaltimer();
-    while (mb_globaltimer() - t0 < ns) {}
-    out[0] = mb_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
+    while (ms_globaltimer() - t0 < ns) {}
+    out[0] = ms_globaltimer();
 }
 
 // ---- block dispatch -----------------------------------------------------------
@@ -303,14 +293,14 @@ extern "C" __global__ void mb_sleep(unsigned long long ns, unsigned long long* o
 extern "C" __global__ void mb_dispatch(unsigned long long* rec, int* ticket, long long work_cycles) {
     extern __shared__ float mb_pad[];
     if (threadIdx.x == 0) {
-        const unsigned long long g0 = mb_globaltimer();
+        const unsigned long long g0 = ms_globaltimer();
         const long long c0 = clock64();
         const int order = atomicAdd(ticket, 1);
         while (clock64() - c0 < work_cycles) {}
         const long long c1 = clock64();
         unsigned long long* r = rec + 6 * blockIdx.x;
-        r[0] = mb_smid(); r[1] = (unsigned long long)order; r[2] = g0; r[3] = (unsigned long long)c0;
-        r[4] = mb_globaltimer(); r[5] = (unsigned long long)c1;
+        r[0] = ms_smid(); r[1] = (unsigned long long)order; r[2] = g0; r[3] = (unsigned long long)c0;
+        r[4] = ms_globaltimer(); r[5] = (unsigned long long)c1;
         if (work_cycles < 0) mb_pad[0] = 0.0f;
     }
     __syncthreads();

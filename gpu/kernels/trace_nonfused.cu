@@ -9,53 +9,42 @@
 // Compiled only into the non-fused trace module (gpu/nonfused.py), never into
 // a timed build, so kernel_build_hash leaves this file out.
 #include "winograd.cuh"
-
-__device__ __forceinline__ unsigned long long mt_globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-__device__ __forceinline__ unsigned int mt_smid() {
-    unsigned int s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
+#include "clock.cuh"
 
 __device__ __forceinline__ void mt_record(unsigned long long* trace, int task, unsigned long long t0) {
     __syncthreads();
     if (threadIdx.x == 0) {
-        trace[4 * task + 0] = ((unsigned long long)mt_smid() << 32) | (unsigned int)task;
+        trace[4 * task + 0] = ((unsigned long long)ms_smid() << 32) | (unsigned int)task;
         trace[4 * task + 1] = t0;
         trace[4 * task + 2] = t0;
-        trace[4 * task + 3] = mt_globaltimer();
+        trace[4 * task + 3] = ms_globaltimer();
     }
 }
 
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_MIN_BLOCKS)
 ms_filter_kernel_trace(const float* __restrict__ w, float* U, unsigned long long* trace, int base) {
-    const unsigned long long t0 = mt_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
     ms_filter_task(w, U, blockIdx.x);
     mt_record(trace, base + blockIdx.x, t0);
 }
 
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_MIN_BLOCKS)
 ms_input_kernel_trace(const float* __restrict__ x, float* V, unsigned long long* trace, int base) {
-    const unsigned long long t0 = mt_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
     ms_input_task(x, V, blockIdx.x / MS_SI, blockIdx.x % MS_SI);
     mt_record(trace, base + blockIdx.x, t0);
 }
 
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_MIN_BLOCKS)
 ms_gemm_kernel_trace(const float* U, const float* V, float* Mb, unsigned long long* trace, int base) {
-    const unsigned long long t0 = mt_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
     ms_gemm_task(U, V, Mb, blockIdx.x / MS_SG, blockIdx.x % MS_SG);
     mt_record(trace, base + blockIdx.x, t0);
 }
 
 extern "C" __global__ void __launch_bounds__(MS_NT, MS_MIN_BLOCKS)
 ms_output_kernel_trace(const float* Mb, float* __restrict__ y, unsigned long long* trace, int base) {
-    const unsigned long long t0 = mt_globaltimer();
+    const unsigned long long t0 = ms_globaltimer();
     ms_output_task(Mb, y, blockIdx.x / MS_SO, blockIdx.x % MS_SO);
     mt_record(trace, base + blockIdx.x, t0);
 }

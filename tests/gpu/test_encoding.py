@@ -1,9 +1,10 @@
-"""The task-map encoding and the kernel build description, on the CPU."""
+"""The task-map encoding, the control-block layout and the kernel build description, on the CPU."""
 import numpy as np
 import pytest
 
 from megasim.contract.resources import gemm_plan
 from megasim.gpu.backend import DEFAULT_CONFIG, KERNEL_DIR, KernelConfig, config_header
+from megasim.contract import control
 from megasim.contract.encoding import SCHEMA_VERSION, WORD, WORD_ORDER, WORDS_PER_TASK, decode, encode, render_cuh
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
@@ -17,6 +18,11 @@ def test_cuh_matches_python():
     for op in Op:
         assert f"#define MS_OP_{op.name} {int(op)}" in text
     assert f"#define MS_SCHEMA_VERSION {SCHEMA_VERSION}" in text
+
+
+def test_ctl_layout_cuh_matches_python():
+    assert (KERNEL_DIR / "ctl_layout.cuh").read_text() == control.render_cuh()
+    assert max(control.Ctl) < control.COUNTERS_AT
 
 
 def test_default_config_header_is_current():

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from megasim.contract.control import COUNTERS_AT, STRIDE
 from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.mapping import make
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.gpu
 
 cp = pytest.importorskip("cupy")
 
-from megasim.gpu.megakernel import CTL_COUNTERS, CTL_STRIDE, FusedConv, resident_capacity  # noqa: E402
+from megasim.gpu.megakernel import FusedConv, resident_capacity  # noqa: E402
 
 SMALL = Partition(tiles_per_group=16, input_channels_per_task=8, gemm_mats_per_task=4,
                   gemm_k_per_task=32, output_channels_per_task=8, filter_k_per_task=4, threads=128)
@@ -67,13 +68,13 @@ def test_a_task_that_never_becomes_ready_raises_within_the_limit_and_the_next_la
     mp = make(graph, "paper", dig=8, dgo=16, m=2)
     conv = FusedConv(graph, mp, mode="ready_queue", spin_limit_ns=200_000_000)
     last = len(graph.counter_init) - 1
-    conv.ctl_init[CTL_COUNTERS + CTL_STRIDE * last] += 1  # one more parent than will ever signal
+    conv.ctl_init[COUNTERS_AT + STRIDE * last] += 1  # one more parent than will ever signal
     y = cp.full((LAYER.n, LAYER.h, LAYER.w, LAYER.k), cp.nan, dtype=cp.float32)
     t0 = time.perf_counter()
     with pytest.raises(MegasimError, match="ready queue ran dry"):
         conv.run(x, w, y)
     assert time.perf_counter() - t0 < 10
-    conv.ctl_init[CTL_COUNTERS + CTL_STRIDE * last] -= 1
+    conv.ctl_init[COUNTERS_AT + STRIDE * last] -= 1
     conv.run(x, w, y)
     assert bool((y == _run(graph, mp, x, w)).all())
 
