@@ -284,9 +284,8 @@ def _simulate_parser(sub):
                           "default generic, or the --mapping file's")
     sim.add_argument("--precision", choices=PRECISIONS,
                      help="the GEMM's products: fp32 (FFMA), or 3xtf32 (three TF32 tensor-core passes, on the warp "
-                          "body: --gemm warp); 3xtf32 needs a model with the tensor_core_gemm law (a --profile that "
-                          "lists it; docs/results/tensor_core/fitted_law.json has its fitted constants); default "
-                          "fp32, or the --mapping file's")
+                          "body: --gemm warp); 3xtf32 needs a model with the tensor_core_gemm law (the H200's "
+                          "calibrated profile has it); default fp32, or the --mapping file's")
     sim.add_argument("--all-builds", action="store_true",
                      help="rank every build of the layer (fused in each mode and non-fused, each variant, each GEMM "
                           "body its partition tiles) by predicted time: the simulator's pick comes first")

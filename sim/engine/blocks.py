@@ -101,8 +101,8 @@ def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
         raise MegasimError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
     law = model.law("gemm_precision")
     if law is None:
-        raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]); no "
-                           "committed profile has one yet (fitted constants: docs/results/tensor_core/fitted_law.json)")
+        raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]), which "
+                           "calibration fits from a GPU's <gpu>_tensor_core.json; this model has none")
     return law.fp_factor(partition, gpu.fp32_flops_per_cycle_per_sm)
 
 

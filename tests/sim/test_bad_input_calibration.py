@@ -22,6 +22,7 @@ TRACE = json.loads((CALIBRATION_RAW / "h200_trace_resnet2.json").read_text())
 MICRO = json.loads((CALIBRATION_RAW / "h200_micro.json").read_text())
 CORPUS = (CALIBRATION_RAW / "h200_corpus.jsonl").read_text().splitlines()
 GRAPH_TIMES = (CALIBRATION_RAW / "h200_kernel_graph_times.jsonl").read_text().splitlines()
+TENSOR = json.loads((CALIBRATION_RAW / "h200_tensor_core.json").read_text())
 LINE = json.loads(CORPUS[0])
 
 CAL = "calibrate --gpu h200 --from-raw --raw {tmp}/raw --out {tmp}/out/p.toml"
@@ -63,6 +64,10 @@ def micro(*path, value) -> str:
 
 def runs(*path, value) -> str:
     return json.dumps(changed(RUNS, path, value))
+
+
+def tensor(*path, value) -> str:
+    return json.dumps(changed(TENSOR, path, value))
 
 
 def sample(**change) -> bytes:
@@ -160,6 +165,17 @@ CASES = [
     ("graph-times-not-json", CAL, {"raw/h200_kernel_graph_times.jsonl": "{\n"}, "line 1: not JSON"),
     ("graph-times-neg", CAL, {"raw/h200_kernel_graph_times.jsonl": json.dumps(
         changed(json.loads(GRAPH_TIMES[0]), ("graph_kernels_us", 0), -2.0)) + "\n"}, "graph_kernels_us[0]"),
+    # <gpu>_tensor_core.json (stage 5)
+    ("tensor-not-json", CAL, {"raw/h200_tensor_core.json": "{"}, "malformed JSON"),
+    ("tensor-no-rows", CAL, {"raw/h200_tensor_core.json": tensor("rows", value=[])}, "not a 3xTF32 measurement"),
+    ("tensor-no-3xtf32", CAL, {"raw/h200_tensor_core.json": tensor("rows", 2, "3xtf32", value=DROP)},
+     "rows[2]: 3xtf32 is missing"),
+    ("tensor-time-neg", CAL, {"raw/h200_tensor_core.json": tensor("rows", 0, "3xtf32", "fused_us", value=-1.0)},
+     "rows[0]: 3xtf32.fused_us should be greater than 0"),
+    ("tensor-not-warp-tiled", CAL, {"raw/h200_tensor_core.json": tensor("rows", 0, "partition", "threads", value=256)},
+     "rows[0]: ResNet-1: the warp-tiled GEMM body does not tile"),
+    ("tensor-all-train", CAL, {"raw/h200_tensor_core.json": tensor("rows", value=TENSOR["rows"][:2])},
+     "every row is a training row"),
     # <gpu>_trace_sample.npz and its summary
     ("sample-not-npz", CAL, {"raw/h200_trace_sample.npz": "text"}, "not a packed trace sample"),
     ("sample-end-negative", CAL, {"raw/h200_trace_sample.npz": sample(end_us=[1, 1, -1, 1])}, "end_us out of range"),
@@ -230,3 +246,5 @@ def test_the_committed_raw_files_the_cases_spoil_load():
         assert load_sample_times(CALIBRATION_RAW / f"{gpu}_trace_sample_summary.json")
         assert load_replay_inputs(CALIBRATION_RAW, gpu) is not None
     assert load_sample(io.BytesIO(sample()))[0]["c"]["strategy"] == "paper"
+    from megasim.app.calibrate.tensor_law import load_tensor_core
+    assert len(load_tensor_core(CALIBRATION_RAW / "h200_tensor_core.json")) == 12

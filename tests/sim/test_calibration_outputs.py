@@ -30,8 +30,9 @@ def test_calibrate_writes_under_out_and_fits_from_raw_on_the_committed_files():
 
 @pytest.fixture
 def quick_fit(monkeypatch):
-    """Stages 2, 3 and 4 answer at once with the committed profile's values: the files, paths and printout around
+    """Stages 2 to 5 answer at once with the committed profile's values: the files, paths and printout around
     them are what is tested, not the minutes of fitting."""
+    from megasim.app.calibrate.tensor_law import LAW
     committed = load_profile(profile_path("h200"))
     model = committed.model
     stage2 = {**model["compute_efficiency"], **{k: model[k] for k in
@@ -39,8 +40,11 @@ def quick_fit(monkeypatch):
     fused = {k: model[k] for k in ("task_overhead_cycles", "l2_usable_fraction")}
     monkeypatch.setattr("megasim.app.calibrate.run.fit_compute_efficiency", lambda *a, **k: (dict(stage2), 0.1))
     monkeypatch.setattr("megasim.app.calibrate.run.fit_fused", lambda *a, **k: (fused, 0.01))
-    whole = {k: model[k] for k in ("laws", "gemm_body_laws", "queue_pop")}
+    whole = {"laws": [x for x in model["laws"] if x != LAW], **{k: model[k] for k in ("gemm_body_laws", "queue_pop")}}
     monkeypatch.setattr("megasim.app.calibrate.run.fit_builds", lambda *a, **k: (whole, {}))
+    tensor = {"laws": model["laws"], LAW: model[LAW]}
+    monkeypatch.setattr("megasim.app.calibrate.tensor_law.fit_tensor_law",
+                        lambda *a, **k: (tensor, committed.fit["stage5_mean_abs_log_error"], []))
 
 
 @pytest.mark.slow
@@ -166,3 +170,25 @@ def test_a_calibration_with_parts_left_says_so_and_fits_nothing(tmp_path, monkey
     printed = capsys.readouterr().out
     assert "trace_sample left" in printed and "run the same command again" in printed and not out.exists()
     assert ("--budget-s 5 ran out" if budget else "unfinished") in printed
+
+
+@pytest.mark.slow
+def test_the_3xtf32_law_is_fitted_where_its_raw_file_is_and_nowhere_else(tmp_path, quick_fit):
+    """Stage 5 runs on `<gpu>_tensor_core.json` and adds the law, its error and the file to the profile; a raw
+    folder without the file (the H100's) gives a profile without the law, so its searches stay FP32."""
+    from megasim.app.calibrate.run import fit_profile
+    from megasim.app.calibrate.tensor_law import LAW
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for path in CALIBRATION_RAW.glob("h200_*"):
+        (raw / path.name).symlink_to(path)
+    committed = load_profile(profile_path("h200"))
+    fitted = fit_profile("h200", raw, tmp_path / "with.toml", log=lambda *_: None)
+    assert fitted.model["laws"] == committed.model["laws"] and fitted.model[LAW] == committed.model[LAW]
+    assert fitted.fit["stage5_mean_abs_log_error"] == committed.fit["stage5_mean_abs_log_error"]
+    assert str(raw / "h200_tensor_core.json") in fitted.provenance["measurements"]
+    (raw / "h200_tensor_core.json").unlink()
+    bare = fit_profile("h200", raw, tmp_path / "without.toml", log=lambda *_: None)
+    assert LAW not in bare.model and LAW not in bare.model["laws"] and "stage5_mean_abs_log_error" not in bare.fit
+    assert not any("tensor_core" in m for m in bare.provenance["measurements"])
+    assert load_profile(tmp_path / "without.toml").apply(committed.base_spec()).model.law("gemm_precision") is None

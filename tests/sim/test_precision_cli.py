@@ -1,26 +1,15 @@
-"""`megasim simulate --precision`: a 3xTF32 build is predicted where the model has a `gemm_precision` law, on the
+"""`megasim simulate --precision`: a 3xTF32 build is predicted where the model has a `gemm_precision` law (the
+committed H200 profile has one, fitted by calibration; the H100's and the datasheet specs have none), on the
 warp body's tiling, and refused in one line otherwise."""
 import json
 
 import pytest
 
-from megasim.app.calibrate.profile import profile_path
 from megasim.app.cli import main
 from megasim.contract.build import Build
 from megasim.contract.errors import MegasimError
 
 LAYER = ["--shape", "4,128,28,28,128", "--json"]
-LAWS = 'laws = ["resident_sharing", "gemm_neighbour_stretch", "first_wave_stagger", "gemm_body_laws", "queue_pop"]'
-
-
-def profile_with_the_law(tmp_path):
-    """The committed H200 profile plus the tensor-core law at its fitted constants (fitted_law.json)."""
-    text = profile_path("h200").read_text()
-    assert LAWS in text
-    path = tmp_path / "h200_tc.toml"
-    path.write_text(text.replace(LAWS, LAWS[:-1] + ', "tensor_core_gemm"]\n'
-                                 "tensor_core_gemm = { efficiency_ratio = 0.67, fused_efficiency_ratio = 0.52 }"))
-    return path
 
 
 def run(capsys, *args):
@@ -29,12 +18,11 @@ def run(capsys, *args):
     return rc, out, err
 
 
-def test_3xtf32_is_predicted_with_the_law_and_only_the_gemm_changes(tmp_path, capsys):
-    prof = str(profile_with_the_law(tmp_path))
-    rc, out, err = run(capsys, "--gemm", "warp", "--profile", prof)
+def test_3xtf32_is_predicted_with_the_law_and_only_the_gemm_changes(capsys):
+    rc, out, err = run(capsys, "--gemm", "warp")
     assert rc == 0, err
     fp32 = json.loads(out)
-    rc, out, err = run(capsys, "--gemm", "warp", "--precision", "3xtf32", "--profile", prof)
+    rc, out, err = run(capsys, "--gemm", "warp", "--precision", "3xtf32")
     assert rc == 0, err
     tc = json.loads(out)
     assert tc["precision"] == "3xtf32" and fp32["precision"] == "fp32"
@@ -45,7 +33,8 @@ def test_3xtf32_is_predicted_with_the_law_and_only_the_gemm_changes(tmp_path, ca
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--gemm", "warp", "--precision", "3xtf32"], "needs a gemm_precision law"),
+    (["--gemm", "warp", "--precision", "3xtf32", "--gpu", "h100"], "needs a gemm_precision law"),
+    (["--gemm", "warp", "--precision", "3xtf32", "--uncalibrated"], "needs a gemm_precision law"),
     (["--precision", "3xtf32"], "runs on the warp GEMM body's tiling"),
     (["--precision", "3xtf32", "--all-builds"], "--all-builds run FP32 builds"),
 ])
@@ -68,36 +57,65 @@ SEARCH = ["search", "--shape", "4,128,28,28,128", "--quiet", "--jobs", "1", "--m
 
 
 def test_a_search_opens_the_precision_only_where_the_model_predicts_it(tmp_path, capsys):
-    """Without the law a pin to 3xtf32 is refused in one line; with it, the pinned search's best.json names the
-    precision, and `simulate --mapping` reads it back."""
+    """Without the law (the H100's profile) a pin to 3xtf32 is refused in one line; with it (the H200's), the
+    pinned search's best.json names the precision, and `simulate --mapping` reads it back."""
     pytest.importorskip("optuna")
-    rc = main([*SEARCH, "--budget", "1", "--precision", "3xtf32", "--gemm", "warp", "--out", str(tmp_path / "a")])
+    rc = main([*SEARCH, "--budget", "1", "--precision", "3xtf32", "--gemm", "warp", "--gpu", "h100",
+               "--out", str(tmp_path / "a")])
     err = capsys.readouterr().err
     assert rc == 2 and "needs a model with a gemm_precision law" in err and len(err.strip().splitlines()) == 1
-    prof = str(profile_with_the_law(tmp_path))
     out = tmp_path / "b"
     rc = main([*SEARCH, "--budget", "2", "--precision", "3xtf32", "--gemm", "warp", "--launch", "nonfused",
-               "--profile", prof, "--out", str(out)])
+               "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
     best = json.loads((out / "best.json").read_text())
     assert best["precision"] == "3xtf32" and best["gemm"] == "warp"
     capsys.readouterr()
-    rc = main(["simulate", "--mapping", str(out / "best.json"), "--profile", prof, "--json"])
+    rc = main(["simulate", "--mapping", str(out / "best.json"), "--json"])
     doc, err = capsys.readouterr()
     assert rc == 0, err
     assert json.loads(doc)["precision"] == "3xtf32"
+    from megasim.app.torch.schedules import from_mapping_file
+    with pytest.raises(MegasimError, match="megasim.torch runs FP32 builds"):
+        from_mapping_file(out / "best.json", "h200")
 
 
-def test_an_unpinned_search_with_the_law_searches_both_precisions(tmp_path):
+def test_an_unpinned_search_with_the_law_searches_both_precisions():
+    """The H200's search opens the axis by default, `--precision fp32` closes it, and the H100's (no law) never
+    has it."""
     from megasim.app.calibrate.profile import simulation_model
     from megasim.app.catalog import resolve_layer
     from megasim.app.cli import build_parser
     from megasim.app.search.command import prepare
-    args = build_parser().parse_args([*SEARCH, "--profile", str(profile_with_the_law(tmp_path))])
-    gpu, _, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
-    _, space = prepare(resolve_layer(None, args.shape), args, gpu, intervals)
-    assert dict((p.name, p.values) for p in space.searched)["precision"] == ("fp32", "3xtf32")
-    args = build_parser().parse_args(SEARCH)
-    gpu, _, intervals = simulation_model(args.gpu, args.uncalibrated, None)
-    _, space = prepare(resolve_layer(None, args.shape), args, gpu, intervals)
-    assert "precision" not in {p.name for p in space.searched}
+
+    def searched(*flags):
+        args = build_parser().parse_args([*SEARCH, *flags])
+        gpu, _, intervals = simulation_model(args.gpu, args.uncalibrated, args.profile)
+        _, space = prepare(resolve_layer(None, args.shape), args, gpu, intervals)
+        return dict((p.name, p.values) for p in space.searched)
+
+    assert searched()["precision"] == ("fp32", "3xtf32")
+    assert "precision" not in searched("--precision", "fp32")
+    assert "precision" not in searched("--gpu", "h100")
+
+
+def test_megasim_torch_searches_fp32_only_under_a_profile_with_the_law(monkeypatch):
+    """The H200's profile has the law, yet megasim.torch's schedule search never opens the precision axis: its
+    schedules carry no precision, and its kernels run FP32."""
+    from megasim.app.calibrate.profile import simulation_model
+    from megasim.app.torch.schedules import search_schedule
+    assert simulation_model("h200")[0].model.law("gemm_precision") is not None
+    seen = []
+
+    class Seen(Exception):
+        pass
+
+    def capture(problem, space, config):
+        seen.append(({p.name for p in space.searched}, problem.precision))
+        raise Seen
+
+    monkeypatch.setattr("megasim.app.search.runner.run_search", capture)
+    with pytest.raises(Seen):
+        search_schedule((4, 128, 28, 28, 128), "h200", budget=2)
+    (searched, precision), = seen
+    assert "precision" not in searched and {"launch", "gemm"} <= searched and precision == "fp32"

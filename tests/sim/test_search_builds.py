@@ -58,7 +58,7 @@ def unpinned(gpu, base):
 
 def test_an_unpinned_search_evaluates_every_build_of_the_layer(unpinned, gpu, base):
     space, table = unpinned
-    # every axis but the precision, which a space opens only where the model predicts it (no profile does)
+    # every axis but the precision, which `search.command.precision_space` opens where the model predicts it
     assert [p.name for p in space.searched] == [a for a in AXES if a != "precision"]
     assert space.size == 2 * 3 * 3 * 2
     ok = [r for r in table if r["status"] == "ok"]
@@ -185,8 +185,9 @@ def test_best_json_of_a_warp_or_nonfused_best_round_trips(tmp_path, capsys, shap
     else:
         assert "fusion margin" not in text and top["fused_us"] is None
         assert sim["nonfused_us"] == pytest.approx(best["search"]["predicted_us"], rel=1e-9)
-        assert {r["label"] for r in table if r["status"] == "ok"} == {"nonfused F2 warp", "nonfused F4 warp",
-                                                                     "nonfused F6 warp"}
+        # each variant in both precisions: the H200's profile predicts 3xTF32, so the search opens that axis
+        assert {r["label"] for r in table if r["status"] == "ok"} == {
+            f"nonfused F{m} warp{p}" for m in (2, 4, 6) for p in ("", " 3xtf32")}
 
 
 # --- the simulator refuses what the kernels refuse ---------------------------------------------------------
@@ -225,13 +226,14 @@ def test_the_simulator_refuses_exactly_the_builds_the_kernels_refuse():
 
 def test_a_budget_below_the_discrete_builds_still_sees_every_non_fused_build(tmp_path):
     """The discrete builds come first, the non-fused ones right after the default: with 20 evaluations of
-    ResNet-2's 24 builds, the pick is the fastest non-fused warp build, not a fused one 3% slower."""
+    ResNet-2's 36 builds (24 in FP32, and the 12 warp ones in 3xTF32 too: the H200's profile predicts it), the
+    pick is the fastest non-fused warp build, not a fused one 3% slower."""
     import json
 
     from megasim.app.cli import main
     assert main(["search", "--layer", "ResNet-2", "--budget", "20", "--out", str(tmp_path / "s"), "--quiet"]) == 0
     rows = json.loads((tmp_path / "s" / "evaluations.json").read_text())["evaluations"]
     assert {r["label"] for r in rows if r["label"].startswith("nonfused")} == {
-        f"nonfused F{m} {g}" for m in (2, 4, 6) for g in ("generic", "warp")}
+        f"nonfused F{m} {g}" for m in (2, 4, 6) for g in ("generic", "warp", "warp 3xtf32")}
     best = json.loads((tmp_path / "s" / "best.json").read_text())
     assert best["launch"] == "nonfused"

@@ -11,6 +11,12 @@ from megasim.contract.problem import Layer, Partition, WinogradVariant
 from megasim.engine.interpreter import SimpyInterpreter
 from megasim.engine.laws.tensor_core_gemm import TensorCoreGemm
 
+def fp32_only():
+    """The committed H200 model without its `tensor_core_gemm` law (which calibration fits): what the law adds to."""
+    gpu, _, _ = simulation_model("h200")
+    return replace(gpu, model=gpu.model.with_laws([x.name for x in gpu.model.laws if x.name != "tensor_core_gemm"], {}))
+
+
 PART = Partition(tiles_per_group=64, input_channels_per_task=32, gemm_mats_per_task=1, gemm_k_per_task=128,
                  output_channels_per_task=32, filter_k_per_task=8, threads=128)
 
@@ -26,7 +32,7 @@ def test_the_factor_is_three_passes_at_the_tensor_rate_plus_the_split():
 def test_only_the_gemm_gets_faster_and_3xtf32_needs_the_law():
     layer = Layer(8, 256, 28, 28, 256, "tc")
     graph = build_graph(layer, WinogradVariant(4), PART)
-    gpu, _, _ = simulation_model("h200")
+    gpu = fp32_only()
     with pytest.raises(MegasimError, match="needs a gemm_precision law"):
         SimpyInterpreter(gpu, gemm="warp", precision="3xtf32").run(graph, None, RunConfig("nonfused"))
     with pytest.raises(MegasimError, match="runs on the warp GEMM body's tiling"):
@@ -45,12 +51,13 @@ def test_only_the_gemm_gets_faster_and_3xtf32_needs_the_law():
 
 def test_the_megakernels_gemm_tasks_take_the_fused_efficiency():
     """Measured, the 3xTF32 body loses more inside the megakernel than as a GEMM kernel
-    (docs/results/tensor_core/fitted_law.md): the law's fused form carries its own efficiency."""
+    (calibration's stage 5, docs/results/tensor_core/fitted_law.md): the law's fused form carries its own
+    efficiency."""
     law = TensorCoreGemm(efficiency_ratio=0.67, fused_efficiency_ratio=0.52)
     assert law.for_megakernel().fp_factor(PART, 256) == pytest.approx(
         TensorCoreGemm(efficiency_ratio=0.52).fp_factor(PART, 256))
     assert TensorCoreGemm(efficiency_ratio=0.67).for_megakernel() == TensorCoreGemm(efficiency_ratio=0.67)
-    gpu, _, _ = simulation_model("h200")
+    gpu = fp32_only()
     names = [x.name for x in gpu.model.laws] + ["tensor_core_gemm"]
     fused = gpu.model.with_laws(names, {"tensor_core_gemm": {"efficiency_ratio": 0.67,
                                                              "fused_efficiency_ratio": 0.52}}).for_megakernel()

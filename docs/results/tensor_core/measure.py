@@ -1,6 +1,7 @@
 """The 3xTF32 GEMM body on the paper layers, measured beside the FFMA warp body and cuBLAS: time and accuracy.
 
     python docs/results/tensor_core/measure.py OUT [--variants 4] [--reps 20] [--workers 15]   # a device
+    python docs/results/tensor_core/measure.py scenarios/calibrations/raw                      # the committed rows
 
 For each paper layer at batch 64 whose warp tiling fits (the 3xTF32 body runs on it), each Winograd variant of
 `--variants`, and each precision (`fp32`: the warp body's FFMA; `3xtf32`: gpu/kernels/gemm_tf32x3.cuh):
@@ -12,8 +13,9 @@ For each paper layer at batch 64 whose warp tiling fits (the 3xTF32 body runs on
 - the whole convolution, non-fused (its four kernels as one CUDA graph) and fused (static, the paper's
   mapping), inputs rotated past L2, and the fused output's relative L2 error against a float64 cuDNN
   convolution; the fused and non-fused outputs must be bit for bit equal within a precision.
-Every build is compiled first, in `--workers` processes. Writes OUT/measured_3xtf32.json and prints a table
-beside the committed prediction (predicted_3xtf32.json).
+Every build is compiled first, in `--workers` processes. Writes OUT/h200_tensor_core.json, the raw file
+`megasim calibrate` fits the `tensor_core_gemm` law on (its stage 5), and prints a table beside the committed
+prediction (predicted_3xtf32.json).
 """
 import argparse
 import json
@@ -77,7 +79,7 @@ def measure_one(cp, name: str, m: int, reps: int) -> dict:
     ref = reference_fp64(layer, xs[0], ws[0])
     a2, tiles = graph.variant.alpha ** 2, geo.num_tiles
     flop = 2.0 * a2 * tiles * layer.c * layer.k
-    row = {"layer": name, "variant": m, "rotation_sets": len(xs)}
+    row = {"layer": name, "variant": m, "partition": graph.partition.to_dict(), "rotation_sets": len(xs)}
     wsp = Workspace(graph)
     outputs = {}
     for precision in ("fp32", "3xtf32"):
@@ -141,7 +143,7 @@ def main() -> int:
         row["predicted"] = {k: pred.get(k) for k in ("gemm_fp32_us", "gemm_3xtf32_us", "nonfused_fp32_us",
                                                      "nonfused_3xtf32_us", "fused_fp32_us", "fused_3xtf32_us")}
         rows.append(row)
-        (args.out / "measured_3xtf32.json").write_text(json.dumps(doc, indent=1))
+        (args.out / "h200_tensor_core.json").write_text(json.dumps(doc, indent=1))
         f, t = row["fp32"], row["3xtf32"]
         print(f"{name} F{m}: GEMM {f['gemm_us']:.0f} -> {t['gemm_us']:.0f} us ({t['gemm_tflops']:.0f} TFLOP/s, "
               f"cuBLAS {row['cublas_tflops']:.0f}), non-fused {f['nonfused_us']:.0f} -> {t['nonfused_us']:.0f}, "

@@ -15,11 +15,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+RAW = HERE.parents[2] / "scenarios" / "calibrations" / "raw" / "h200_tensor_core.json"  # measure.py's rows
 
 
 def main() -> int:
     out = Path(sys.argv[1])
-    measured = json.loads((HERE / "measured_3xtf32.json").read_text())["rows"]
+    measured = json.loads(RAW.read_text())["rows"]
     fitted = {r["layer"]: r for r in json.loads((HERE / "fitted_law.json").read_text())["rows"]}
     names = [r["layer"] for r in measured]
     x = range(len(names))
@@ -40,8 +41,9 @@ def main() -> int:
         ax.grid(axis="y", alpha=0.3)
     held = [i for i, n in enumerate(names) if fitted[n]["held_out"]]
     for ax in axes[:2]:
-        ax.axvspan(held[0] - 0.5, held[-1] + 0.5, color="#f3e9c6", zorder=0)
-        ax.text(held[0] - 0.4, ax.get_ylim()[1] * 0.92, "held out of the fit", fontsize=8)
+        for i in held:
+            ax.axvspan(i - 0.5, i + 0.5, color="#f3e9c6", zorder=0)
+        ax.text(0.01, 0.98, "shaded: held out of the fit", transform=ax.transAxes, fontsize=8, va="top")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", ncol=3, fontsize=9, frameon=False,
                bbox_to_anchor=(0.36, 0.93))
     ax = axes[2]

@@ -40,7 +40,7 @@ def raw_paths(raw_dir, gpu: str) -> dict:
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
             "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
             "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu),
-            "builds": raw / f"{gpu}_builds.json"}
+            "builds": raw / f"{gpu}_builds.json", "tensor_core": raw / f"{gpu}_tensor_core.json"}
 
 
 # Which collector part of `calibrate_measure` makes each raw file the fit reads, and whether the fit needs it.

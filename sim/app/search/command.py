@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from megasim.contract.errors import MegasimError
-from megasim.contract.resources import PRECISIONS
+from megasim.contract.resources import GEMM_BODIES, PRECISIONS, check_precision_body
 
 STATUSES = ("ok", "rejected", "failed", "interrupted")
 
@@ -76,7 +76,9 @@ def _overrides(args) -> dict:
 
 def precision_space(args, gpu) -> dict:
     """The flags' space, with every precision searched where the model can predict them (a `gemm_precision`
-    law; no committed profile has one yet) and none was pinned; a precision it cannot predict is refused."""
+    law, which calibration fits where the GPU has 3xTF32 measurements) and none was pinned; a precision it cannot
+    predict is refused. A precision no searched GEMM body runs (3xTF32 where `--gemm generic` is pinned) is left
+    out: each of its points would only be rejected."""
     overrides = _overrides(args)
     predicts = gpu.model.law("gemm_precision") is not None
     asked = [p for p in overrides.get("precision", ()) if p != "fp32"]
@@ -84,8 +86,18 @@ def precision_space(args, gpu) -> dict:
         raise MegasimError(f"precision {asked[0]!r} needs a model with a gemm_precision law (laws = "
                            "[\"tensor_core_gemm\"]); this one has none")
     if predicts and "precision" not in overrides:
-        overrides["precision"] = PRECISIONS
+        runnable = tuple(p for p in PRECISIONS if any(_runs(g, p) for g in overrides.get("gemm", GEMM_BODIES)))
+        if len(runnable) > 1:
+            overrides["precision"] = runnable
     return overrides
+
+
+def _runs(gemm: str, precision: str) -> bool:
+    try:
+        check_precision_body(gemm, precision)
+    except MegasimError:
+        return False
+    return True
 
 
 def prepare(layer, args, gpu, intervals: dict | None = None):

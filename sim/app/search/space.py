@@ -141,16 +141,24 @@ class Space:
         """Every build of the space at the default mapping and the base partitions, once each (canonical),
         the default point first, then the non-fused builds: the discrete builds a search starts from, so its
         pick is never predicted slower than the best of them, and a budget smaller than their number still
-        sees every non-fused build (a few, each as cheap as one fused evaluation's twin)."""
+        sees every non-fused build (a few, each as cheap as one fused evaluation's twin). A combination that is no
+        build (3xTF32 on the generic body) is left out: its evaluation would only be rejected."""
         import itertools
         start = self.default_point()
         axes = [p for p in self.searched if p.kind == "problem"]
         out = [start]
         for combo in itertools.product(*(p.values for p in axes)):
             point = self.canonical({**start, **dict(zip((p.name for p in axes), combo))})
-            if point not in out:
+            if point not in out and self.is_build(point):
                 out.append(point)
         return out[:1] + sorted(out[1:], key=lambda point: point.get("launch") != "nonfused")
+
+    def is_build(self, point: dict) -> bool:
+        try:
+            self.setting(point)
+        except MegasimError:
+            return False
+        return True
 
     def contains(self, point: dict) -> bool:
         return all(point.get(p.name) in p.values for p in self.searched)

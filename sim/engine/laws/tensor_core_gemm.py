@@ -11,7 +11,7 @@ that reaches the same fraction of the tensor rate as the FFMA body does of the F
 1, the declared default the prediction before building used. The measured body (gpu/kernels/gemm_tf32x3.cuh)
 reaches less, and less again inside the megakernel, whose other tasks share its registers:
 `fused_efficiency_ratio` is the megakernel's GEMM tasks' (0: the same as the GEMM kernel's). Both are fitted by
-docs/results/tensor_core/fit_law.py. The rate defaults are the H200's of 2026-11-29
+calibration (`megasim.app.calibrate.tensor_law`). The rate defaults are the H200's of 2026-11-29
 (docs/results/tensor_core/mma_rate.json).
 """
 from __future__ import annotations

@@ -1,0 +1,196 @@
+"""Stage 5: the `tensor_core_gemm` law's efficiencies, from the 3xTF32 GEMM body measured beside the FFMA one
+(`<gpu>_tensor_core.json`, written by docs/results/tensor_core/measure.py).
+
+The law's rate constants are measured apart (mma.sync's rate and the clock under tensor load are its
+defaults); what only the built body shows is the share of that rate it reaches, against the FFMA body's share
+of the FP32 rate. So two constants are fitted, on the 3xTF32 times of the training layers: `efficiency_ratio` on
+the GEMM kernels, then, with it fixed, `fused_efficiency_ratio` (the megakernel's GEMM tasks') on the fused
+convolutions. Each is the value of least mean |log error| on a grid (`COARSE`), refined in hundredths around
+the best: the fit is deterministic and needs only a few simulations a value, so it runs with the profile's.
+The layers the calibration runs hold out (`gpu_runs.HELDOUT_LAYERS`) are held out here too, and judge the law
+on all three launches. Without the file a GPU gets no law, so a search on it stays FP32 (decisions.md,
+"Precision is an axis of the decision space that a search opens only where the model predicts it").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Annotated
+
+from megasim.app.calibrate.measurements import Micros
+from megasim.contract.errors import MegasimError
+from megasim.contract.problem import Dimension
+from megasim.io.files import read_json
+from megasim.io.schema import Str, Text, one_of, parse
+
+LAW = "tensor_core_gemm"
+KINDS = {"gemm": "gemm_us", "nonfused": "nonfused_us", "fused": "fused_us"}  # launch -> the measured field
+PRECISIONS = ("fp32", "3xtf32")
+COARSE = tuple(round(0.30 + 0.05 * i, 2) for i in range(15))
+FINE = tuple(0.01 * i for i in range(-4, 5))
+WITHIN = 0.05  # a predicted gain over FP32 "agrees" within 5 points of the measured one
+WHAT = ("a JSON object with \"rows\": [...], one per layer with its layer, variant, partition and the fp32 and "
+        "3xtf32 gemm_us, nonfused_us and fused_us, as docs/results/tensor_core/measure.py writes it")
+
+
+@dataclass(kw_only=True)
+class _Times:
+    __pydantic_config__ = {"extra": "allow"}
+    gemm_us: Micros
+    nonfused_us: Micros
+    fused_us: Micros
+
+
+@dataclass(kw_only=True)
+class _Row:
+    __pydantic_config__ = {"extra": "allow"}
+    layer: Annotated[str, Str(min_length=1)]
+    variant: one_of((2, 4, 6))
+    partition: dict[Text, Dimension]
+    fp32: _Times
+
+
+def load_tensor_core(path) -> list[dict]:
+    """The rows of a `<gpu>_tensor_core.json`, each checked (its times, and a 3xTF32 build of its layer and
+    partition that the kernels compile), with its split ("train" or "heldout"): one MegasimError naming the file
+    and the field, before any simulating."""
+    from megasim.app.calibrate.gpu_runs import HELDOUT_LAYERS
+    from megasim.app.catalog import load_layer
+    from megasim.contract.problem import Partition
+    from megasim.contract.resources import check_kernel_build
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list) or not doc["rows"]:
+        raise MegasimError(f"{path}: not a 3xTF32 measurement ({WHAT})")
+    rows = []
+    for i, row in enumerate(doc["rows"]):
+        where = f"{path}: rows[{i}]"
+        parse(_Row, row, where)
+        if "3xtf32" not in row:
+            raise MegasimError(f"{where}: 3xtf32 is missing")
+        parse(_Times, row["3xtf32"], where, ("3xtf32",))
+        try:
+            layer = load_layer(row["layer"])
+            check_kernel_build(layer, Partition.from_dict(row["partition"]), "warp", precision="3xtf32")
+        except MegasimError as exc:
+            raise MegasimError(f"{where}: {exc}") from None
+        rows.append({**row, "split": "heldout" if layer.name in HELDOUT_LAYERS else "train"})
+    splits = {r["split"] for r in rows}
+    if splits != {"train", "heldout"}:
+        raise MegasimError(f"{path}: every row is {'held out' if 'heldout' in splits else 'a training row'}; the "
+                           f"law is fitted on some layers and judged on others ({', '.join(HELDOUT_LAYERS)})")
+    return rows
+
+
+@lru_cache(maxsize=32)
+def _graph(layer: str, variant: int, partition: tuple):
+    from megasim.app.catalog import load_layer
+    from megasim.contract.graph import build_graph
+    from megasim.contract.problem import Partition, WinogradVariant
+    return build_graph(load_layer(layer), WinogradVariant(variant), Partition.from_dict(dict(partition)))
+
+
+def _predict(job) -> float:
+    from megasim.contract.interpreter import RunConfig
+    from megasim.contract.mapping import make
+    from megasim.engine.interpreter import SimpyInterpreter
+    spec, row, precision, kind = job
+    graph = _graph(row["layer"], row["variant"], tuple(sorted(row["partition"].items())))
+    mapping = make(graph, "paper") if kind == "fused" else None
+    return SimpyInterpreter(spec, gemm="warp", precision=precision).run(graph, mapping, RunConfig(kind)).time_us
+
+
+def _times(rows: list[dict], spec, cases, pool) -> list[list[float]]:
+    """Per row, the predicted time of each (precision, kind) of `cases` under `spec`."""
+    jobs = [(spec, {k: r[k] for k in ("layer", "variant", "partition")}, p, k) for r in rows for p, k in cases]
+    flat = list(pool.map(_predict, jobs) if pool is not None else map(_predict, jobs))
+    return [flat[i:i + len(cases)] for i in range(0, len(flat), len(cases))]
+
+
+def with_law(spec, efficiency: float, fused: float = 0.0):
+    """`spec` with the law at these efficiencies (0 fused: the GEMM kernel's), after any laws it has."""
+    names = [x.name for x in spec.model.laws if x.name != LAW] + [LAW]
+    return spec.with_model(laws=names, **{LAW: {"efficiency_ratio": efficiency, "fused_efficiency_ratio": fused}})
+
+
+def log_error(predicted: float, row: dict, kind: str) -> float:
+    return abs(math.log(predicted / row["3xtf32"][KINDS[kind]]))
+
+
+def fit_one(rows: list[dict], kind: str, spec_for, pool=None) -> tuple[float, float]:
+    """(value, mean |log error|) of the constant `spec_for(value)` sets that best predicts the rows' 3xTF32
+    `kind` times: the best of `COARSE`, then of the hundredths within 0.04 of it."""
+    seen = {}
+
+    def error(value: float) -> float:
+        if value not in seen:
+            times = _times(rows, spec_for(value), [("3xtf32", kind)], pool)
+            seen[value] = sum(log_error(t[0], r, kind) for t, r in zip(times, rows)) / len(rows)
+        return seen[value]
+
+    best = min(COARSE, key=error)
+    best = min((round(best + d, 2) for d in FINE), key=error)
+    return best, error(best)
+
+
+def judge(rows: list[dict], fp32_spec, spec, pool=None) -> list[dict]:
+    """Each row with, per launch, the 3xTF32 time `spec` predicts and the measured one, and the gain over FP32
+    predicted (FP32 under `fp32_spec`) and measured."""
+    cases = [(p, k) for p in PRECISIONS for k in KINDS]
+    fp32 = _times(rows, fp32_spec, cases[:3], pool)
+    tc = _times(rows, spec, cases[3:], pool)
+    out = []
+    for r, f, t in zip(rows, fp32, tc):
+        row = {"layer": r["layer"], "variant": r["variant"], "split": r["split"]}
+        for (kind, key), pf, pt in zip(KINDS.items(), f, t):
+            predicted, measured = pf / pt - 1, r["fp32"][key] / r["3xtf32"][key] - 1
+            row[kind] = {"predicted_3xtf32_us": pt, "measured_3xtf32_us": r["3xtf32"][key],
+                         "predicted_gain": predicted, "measured_gain": measured,
+                         "within_5_points": abs(predicted - measured) <= WITHIN}
+        out.append(row)
+    return out
+
+
+def summary(judged: list[dict], split: str) -> dict:
+    """Per launch, over the rows of `split`: the 3xTF32 times' MAPE and mean |log error|, and on how many rows
+    the predicted gain over FP32 agrees with the measured one."""
+    mine = [r for r in judged if r["split"] == split]
+    out = {}
+    for kind in KINDS:
+        ratios = [r[kind]["predicted_3xtf32_us"] / r[kind]["measured_3xtf32_us"] for r in mine]
+        out[kind] = {"mape": sum(abs(x - 1) for x in ratios) / len(ratios),
+                     "mean_abs_log_error": sum(abs(math.log(x)) for x in ratios) / len(ratios),
+                     "gain_agrees": sum(r[kind]["within_5_points"] for r in mine), "rows": len(mine)}
+    return out
+
+
+def fit_tensor_law(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, dict, list[dict]]:
+    """({"laws": the model's laws and the law, the law: its two fitted constants}, the errors [fit] records,
+    the judged rows) of checked rows (`load_tensor_core`) over the fitted FP32 model `spec`."""
+    train = [r for r in rows if r["split"] == "train"]
+    eff, eff_err = fit_one(train, "gemm", lambda v: with_law(spec, v), pool)
+    fused, fused_err = fit_one(train, "fused", lambda v: with_law(spec, eff, v), pool)
+    judged = judge(rows, spec, with_law(spec, eff, fused), pool)
+    held = summary(judged, "heldout")
+    names = sorted({r["layer"] for r in rows if r["split"] == "heldout"})
+    log(f"stage 5 (3xTF32 GEMM, {len(train)} layers): efficiency_ratio {eff}, fused_efficiency_ratio {fused}, mean "
+        f"|log error| {eff_err:.3f}, {fused_err:.3f}; held out ({', '.join(names)}): 3xTF32 time MAPE "
+        + ", ".join(f"{k} {100 * s['mape']:.1f}%" for k, s in held.items()) + "; gain over FP32 within 5 points on "
+        + ", ".join(f"{k} {s['gain_agrees']} of {s['rows']}" for k, s in held.items()))
+    errors = {"gemm": round(eff_err, 4), "fused": round(fused_err, 4),
+              **{f"heldout_{k}": round(s["mean_abs_log_error"], 4) for k, s in held.items()}}
+    model = {"laws": [x.name for x in spec.model.laws if x.name != LAW] + [LAW],
+             LAW: {"efficiency_ratio": eff, "fused_efficiency_ratio": fused}}
+    return model, errors, judged
+
+
+def tensor_stage(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, dict]:
+    """What stage 5 adds to the profile: ([model] entries, [fit] entries); both empty without rows (the raw
+    folder has no `<gpu>_tensor_core.json`): no law."""
+    if not rows:
+        return {}, {}
+    model, errors, _ = fit_tensor_law(rows, spec, pool, log)
+    return model, {"stage5_mean_abs_log_error": errors}
+
+
+__all__ = ["LAW", "fit_tensor_law", "load_tensor_core", "summary", "tensor_stage", "with_law"]
