@@ -51,9 +51,8 @@ def _problem(args, gpu_name: str):
 
 
 def cmd_simulate(args) -> int:
-    if args.precision not in (None, "fp32") and (args.network or args.all_builds):
-        raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network and "
-                           "--all-builds run FP32 builds")
+    if args.precision not in (None, "fp32") and args.network:
+        raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network runs FP32 builds")
     if args.network:
         from megasim.app.network_sim import simulate_network
         return simulate_network(args)

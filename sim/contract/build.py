@@ -30,8 +30,8 @@ AXES = {"launch": LAUNCHES, "variant": VARIANTS, "mode": MODES, "gemm": GEMM_BOD
 class Build:
     """One way to run a layer. `mode` is the megakernel's and is "static" for a non-fused build. `precision` is
     the GEMM's arithmetic (`resources.PRECISIONS`): "3xtf32" runs on the warp body's tiling. `search` sweeps it
-    where the model has a `gemm_precision` law; `bench` measures it; `discrete_builds` lists it only when asked,
-    so the simulator's pick among a layer's builds stays FP32."""
+    where the model has a `gemm_precision` law; `bench` measures it; `discrete_builds` lists it only when asked
+    (`simulate --all-builds` asks where the model predicts it; megasim.torch never does)."""
 
     launch: str = "fused"
     variant: int = 4

@@ -36,7 +36,7 @@ def test_3xtf32_is_predicted_with_the_law_and_only_the_gemm_changes(capsys):
     (["--gemm", "warp", "--precision", "3xtf32", "--gpu", "h100"], "needs a gemm_precision law"),
     (["--gemm", "warp", "--precision", "3xtf32", "--uncalibrated"], "needs a gemm_precision law"),
     (["--precision", "3xtf32"], "runs on the warp GEMM body's tiling"),
-    (["--precision", "3xtf32", "--all-builds"], "--all-builds run FP32 builds"),
+    (["--precision", "3xtf32", "--all-builds", "--gpu", "h100"], "needs a gemm_precision law"),
 ])
 def test_3xtf32_that_cannot_be_predicted_is_refused_in_one_line(capsys, args, said):
     rc, out, err = run(capsys, *args)
@@ -119,3 +119,14 @@ def test_megasim_torch_searches_fp32_only_under_a_profile_with_the_law(monkeypat
         search_schedule((4, 128, 28, 28, 128), "h200", budget=2)
     (searched, precision), = seen
     assert "precision" not in searched and {"launch", "gemm"} <= searched and precision == "fp32"
+
+
+def test_all_builds_ranks_the_precisions_the_model_predicts_or_the_one_pinned(capsys):
+    def labels(*args):
+        rc, out, err = run(capsys, "--all-builds", *args)
+        assert rc == 0, err
+        return [b["label"] for b in json.loads(out)["builds"]]
+    both, fp32, tensor = labels(), labels("--precision", "fp32"), labels("--precision", "3xtf32")
+    assert set(both) == set(fp32) | set(tensor) and not set(fp32) & set(tensor)
+    assert all(lab.endswith(" warp 3xtf32") for lab in tensor) and not any("3xtf32" in lab for lab in fp32)
+    assert "3xtf32" not in " ".join(labels("--gpu", "h100"))
