@@ -181,13 +181,18 @@ def _accurate_runs(entry: dict, launch: str):
             yield key, parsed, timing["median_us"], entry["checks"][key]
 
 
+def _fastest_accurate(entry: dict, launch: str):
+    """(key, parsed key, median us, check) of the fastest accurate run of `launch`, or None."""
+    return min(_accurate_runs(entry, launch), key=lambda r: r[2], default=None)
+
+
 def best_nonfused(entry: dict) -> dict | None:
     """The fastest accurate non-fused (graph-captured) build of a bench entry: variant, body, precision, time,
     error."""
-    runs = list(_accurate_runs(entry, "nonfused"))
-    if not runs:
+    best = _fastest_accurate(entry, "nonfused")
+    if best is None:
         return None
-    key, (_, variant, _, gemm, precision), us, check = min(runs, key=lambda r: r[2])
+    key, (_, variant, _, gemm, precision), us, check = best
     return {"variant": variant, "gemm": gemm, "precision": precision, "timing": key, "median_us": us,
             "rel_err": check["rel_err"]}
 
@@ -195,10 +200,10 @@ def best_nonfused(entry: dict) -> dict | None:
 def best_fused(entry: dict) -> dict | None:
     """The fastest accurate fused run of a bench entry: mode, variant, body, precision, mapping, partition, time,
     error."""
-    runs = list(_accurate_runs(entry, "fused"))
-    if not runs:
+    best = _fastest_accurate(entry, "fused")
+    if best is None:
         return None
-    key, (_, variant, mode, gemm, precision), us, check = min(runs, key=lambda r: r[2])
+    key, (_, variant, mode, gemm, precision), us, check = best
     return {"mode": mode, "variant": variant, "gemm": gemm, "precision": precision, "timing": key,
             "median_us": us, "rel_err": check["rel_err"], "mapping": entry["mapping"],
             "partition": entry.get("gemm_partitions", {}).get(key, entry["partition"])}

@@ -17,7 +17,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.problem import WinogradVariant
-from megasim.contract.resources import PRECISIONS
+from megasim.engine.blocks import predicted_precisions
 from megasim.engine.interpreter import SimpyInterpreter
 
 SINGLE_BUILD_FLAGS = ("gemm", "mode", "variant", "mapping", "trace", "plot", "network")
@@ -51,9 +51,7 @@ def rank_builds(layer, own, gpu, mapping_for, policy: str, options: dict | None 
 def ranked_precisions(pinned: str | None, gpu) -> tuple[str, ...]:
     """The precisions `--all-builds` ranks: the one pinned, else every one the model predicts (3xTF32 too where it
     has a `gemm_precision` law, as the calibrated H200 profile does)."""
-    if pinned:
-        return (pinned,)
-    return PRECISIONS if gpu.model.law("gemm_precision") is not None else ("fp32",)
+    return (pinned,) if pinned else predicted_precisions(gpu.model)
 
 
 def check_single_build_flags(given) -> None:

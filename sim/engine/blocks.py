@@ -94,6 +94,12 @@ class BlockColumns:
         return rec
 
 
+def predicted_precisions(model) -> tuple[str, ...]:
+    """The GEMM precisions `model` can predict: every one where it has a `gemm_precision` law (which calibration
+    fits from a GPU's 3xTF32 measurements), else FP32 alone."""
+    return PRECISIONS if model.law("gemm_precision") is not None else ("fp32",)
+
+
 def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
     """FP32 work of a GEMM task at `precision` (not fp32) per unit of its FP32 work (the `gemm_precision` law)."""
     from megasim.contract.errors import MegasimError

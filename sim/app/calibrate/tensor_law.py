@@ -21,12 +21,12 @@ from typing import Annotated
 from megasim.app.calibrate.measurements import Micros
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import Dimension
+from megasim.contract.resources import PRECISIONS
 from megasim.io.files import read_json
 from megasim.io.schema import Str, Text, one_of, parse
 
 LAW = "tensor_core_gemm"
 KINDS = {"gemm": "gemm_us", "nonfused": "nonfused_us", "fused": "fused_us"}  # launch -> the measured field
-PRECISIONS = ("fp32", "3xtf32")
 COARSE = tuple(round(0.30 + 0.05 * i, 2) for i in range(15))
 FINE = tuple(0.01 * i for i in range(-4, 5))
 WITHIN = 0.05  # a predicted gain over FP32 "agrees" within 5 points of the measured one

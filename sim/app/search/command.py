@@ -79,14 +79,15 @@ def precision_space(args, gpu) -> dict:
     law, which calibration fits where the GPU has 3xTF32 measurements) and none was pinned; a precision it cannot
     predict is refused. A precision no searched GEMM body runs (3xTF32 where `--gemm generic` is pinned) is left
     out: each of its points would only be rejected."""
+    from megasim.engine.blocks import predicted_precisions
     overrides = _overrides(args)
-    predicts = gpu.model.law("gemm_precision") is not None
-    asked = [p for p in overrides.get("precision", ()) if p != "fp32"]
-    if asked and not predicts:
+    predicted = predicted_precisions(gpu.model)
+    asked = [p for p in overrides.get("precision", ()) if p in PRECISIONS and p not in predicted]
+    if asked:
         raise MegasimError(f"precision {asked[0]!r} needs a model with a gemm_precision law (laws = "
                            "[\"tensor_core_gemm\"]); this one has none")
-    if predicts and "precision" not in overrides:
-        runnable = tuple(p for p in PRECISIONS if any(_runs(g, p) for g in overrides.get("gemm", GEMM_BODIES)))
+    if "precision" not in overrides:
+        runnable = tuple(p for p in predicted if any(_runs(g, p) for g in overrides.get("gemm", GEMM_BODIES)))
         if len(runnable) > 1:
             overrides["precision"] = runnable
     return overrides
