@@ -36,6 +36,9 @@
 #ifndef MS_TF32X3_ROUND_SMALL
 #define MS_TF32X3_ROUND_SMALL 0
 #endif
+#ifndef MS_TF32X3_SPLIT_CVT
+#define MS_TF32X3_SPLIT_CVT 0
+#endif
 static_assert(MS_GE == 1 && MS_TM == 8 && (MS_TN == 8 || MS_TN == 4), "3xTF32 GEMM: the warp body's tiling");
 static_assert(MS_TPG % MS_WM == 0 && MS_KPG % MS_WN == 0 && (MS_TPG / MS_WM) * MS_WARPS_N * 32 == MS_NT,
               "3xTF32 GEMM: the warps must cover the tile");
@@ -47,8 +50,22 @@ __device__ __forceinline__ void ms_cp_async16_always(float* dst, const float* sr
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
 }
 
-__device__ __forceinline__ void ms_tf32_split(float x, unsigned& big, unsigned& small) {
+// x rounded to TF32, to nearest with ties away from zero. cvt.rna.tf32.f32 compiles to four instructions (add
+// half a TF32 ulp to the bits, test for Inf/NaN, select, mask); the bit arithmetic alone is two and gives the
+// same bits for every finite x. A NaN may come out as another NaN, an infinity or a zero, and then its
+// remainder x - big is NaN, so a NaN or Inf operand still makes its products' sum non-finite.
+__device__ __forceinline__ unsigned ms_tf32_round(float x) {
+#if MS_TF32X3_SPLIT_CVT
+    unsigned big;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
+    return big;
+#else
+    return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+#endif
+}
+
+__device__ __forceinline__ void ms_tf32_split(float x, unsigned& big, unsigned& small) {
+    big = ms_tf32_round(x);
 #if MS_TF32X3_ROUND_SMALL
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(x - __uint_as_float(big)));
 #else

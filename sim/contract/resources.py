@@ -17,9 +17,11 @@ rewrites it). nvcc's offline ptxas allocates differently for a quarter of the
 kernels, enough to change 14 of 1,490 occupancies. A build is its partition
 and its `Flavor`: the Winograd variant and whether the GEMM loads C and K rows
 16 bytes at a time change the code, and its registers with it (a C = 3 layer's scalar GEMM takes 162 where the
-vector one takes 117: three blocks an SM, not four), and so does the GEMM body.
-A warp-body flavor outside the table takes the generic body's figures of its
-variant; another flavor outside it its partition's F(4), vector-load figures; a partition outside it
+vector one takes 117: three blocks an SM, not four), and so do the GEMM body and its precision (YOLOv3-1's
+F(4) warp megakernel takes 122 in FFMA and 148 in 3xTF32: three blocks an SM, not four).
+A row for the layer's own sizes comes first where the table has one (`Flavor.shape`). A 3xTF32 flavor outside
+the table takes its FFMA twin's figures; a warp-body flavor outside it the generic
+body's figures of its variant; another flavor outside it its partition's F(4), vector-load figures; a partition outside it
 (another k step, a hand-made partition) the per-stage `ESTIMATED_REGISTERS`.
 """
 from __future__ import annotations
@@ -63,26 +65,39 @@ class StageResources:
 @dataclass(frozen=True)
 class Flavor:
     """What besides the partition a build compiles differently: the variant F(m x m, 3 x 3), whether the
-    GEMM loads C and K rows 16 bytes at a time (`gemm_vector_loads`: MS_VEC_C, MS_VEC_K), and the GEMM
-    task's body (`GEMM_BODIES`)."""
+    GEMM loads C and K rows 16 bytes at a time (`gemm_vector_loads`: MS_VEC_C, MS_VEC_K), the GEMM
+    task's body (`GEMM_BODIES`) and its products' precision (`PRECISIONS`).
+
+    The layer's sizes are compiled in too, and move registers a little; `shape`, the layer's (n, c, h, w, k),
+    picks a table row of its own where one was measured (the warp body's F(2) and F(4) megakernels take 138
+    registers for ResNet-1 and 122 for YOLOv3-1 on one partition: three blocks an SM against four). Equality
+    leaves it out, so the builds of one partition and flavor are one build to the table's other rows."""
 
     m: int = 4
     vector_c: bool = True
     vector_k: bool = True
     gemm: str = "generic"
+    precision: str = "fp32"
+    shape: tuple[int, ...] | None = field(default=None, compare=False)
 
     @staticmethod
-    def of(layer, variant, part: Partition, gemm: str = "generic") -> "Flavor":
-        """The flavor of the build of `layer` under `variant` (a WinogradVariant), `part` and GEMM body."""
-        return Flavor(variant.m, *gemm_vector_loads(layer, part), gemm)
+    def of(layer, variant, part: Partition, gemm: str = "generic", precision: str = "fp32") -> "Flavor":
+        """The flavor of the build of `layer` under `variant` (a WinogradVariant), `part`, GEMM body and
+        precision."""
+        return Flavor(variant.m, *gemm_vector_loads(layer, part), gemm, precision, layer_shape(layer))
 
     @staticmethod
-    def of_graph(graph, gemm: str = "generic") -> "Flavor":
-        """The flavor of a TaskGraph's build with GEMM body `gemm`."""
-        return Flavor.of(graph.layer, graph.variant, graph.partition, gemm)
+    def of_graph(graph, gemm: str = "generic", precision: str = "fp32") -> "Flavor":
+        """The flavor of a TaskGraph's build with GEMM body `gemm` at `precision`."""
+        return Flavor.of(graph.layer, graph.variant, graph.partition, gemm, precision)
 
 
 DEFAULT_FLAVOR = Flavor()
+
+
+def layer_shape(layer) -> tuple[int, ...]:
+    """The sizes of `layer` a build compiles in, as a register table row names them (`shape`)."""
+    return (layer.n, layer.c, layer.h, layer.w, layer.k)
 
 
 @dataclass(frozen=True)
@@ -234,27 +249,32 @@ def check_precision(part: Partition, gemm: str, precision: str, k_step: int = GE
 
 def partition_key(part: Partition, flavor: Flavor = DEFAULT_FLAVOR) -> str:
     """The register table's key: the partition's fields in a fixed order, and the flavor (its GEMM body only
-    where it is not the generic one, so the generic rows keep their keys)."""
-    body = [flavor.gemm] if flavor.gemm != "generic" else []
+    where it is not the generic one, its precision only where it is not FP32, so older rows keep their keys)."""
+    body = ([flavor.gemm] if flavor.gemm != "generic" else []) + ([flavor.precision] if flavor.precision != "fp32" else [])
     return json.dumps([part.to_dict(), flavor.m, flavor.vector_c, flavor.vector_k, *body], sort_keys=True)
 
 
 def flavor_of_row(row: dict) -> Flavor:
     """A table row's flavor (rows without the fields are F(4) with vector loads and the generic body)."""
-    return Flavor(row.get("variant", 4), *row.get("vector_loads", (True, True)), row.get("gemm", "generic"))
+    return Flavor(row.get("variant", 4), *row.get("vector_loads", (True, True)), row.get("gemm", "generic"),
+                  row.get("precision", "fp32"))
 
 
 @lru_cache(maxsize=1)
 def _register_table() -> dict:
     rows = json.loads(REGISTER_TABLE.read_text())["builds"]
-    return {partition_key(Partition(**row["partition"]), flavor_of_row(row)): row["registers"] for row in rows}
+    return {partition_key(Partition(**row["partition"]), flavor_of_row(row)) + json.dumps(row.get("shape", [])):
+            row["registers"] for row in rows}
 
 
 def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> int:
     """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as CuPy compiles it."""
     table = _register_table() if k_step == GEMM_K_STEP else {}
-    measured = (table.get(partition_key(part, flavor)) or table.get(partition_key(part, replace(flavor, gemm="generic")))
-                or table.get(partition_key(part)))
+    shaped = json.dumps(list(flavor.shape or []))
+    measured = (table.get(partition_key(part, flavor) + shaped) or table.get(partition_key(part, flavor) + "[]")
+                or table.get(partition_key(part, replace(flavor, precision="fp32")) + "[]")
+                or table.get(partition_key(part, replace(flavor, gemm="generic", precision="fp32")) + "[]")
+                or table.get(partition_key(part) + "[]"))
     if measured is not None:
         return measured[kernel]
     if kernel in ("gemm", "megakernel"):

@@ -19,7 +19,7 @@ def fused_kernels(graph, mapping, mode: str = "static", gemm: str = "generic", s
     """
     check_mode(mode)
     ready = ready_queue(graph, mapping.order) if mode == "ready_queue" else None
-    resources = megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph, gemm))
+    resources = megakernel_resources(graph.partition, flavor=Flavor.of_graph(graph, gemm, precision))
     return [Kernel(mapping.order, resources, True, "megakernel", preceding_launches=0 if self_reset else 1,
                    persistent=mode == "persistent", ready=ready, gemm=gemm, precision=precision)]
 
@@ -27,7 +27,7 @@ def fused_kernels(graph, mapping, mode: str = "static", gemm: str = "generic", s
 def nonfused_kernels(graph, gemm: str = "generic", transform_filters: bool = True, precision: str = "fp32"):
     """Four kernels in stage order, each with its own footprint; the launch gap is their barrier. Without
     `transform_filters`, the last three: the caller keeps U from an earlier call (inference)."""
-    flavor = Flavor.of_graph(graph, gemm)
+    flavor = Flavor.of_graph(graph, gemm, precision)
     ops = list(Op) if transform_filters else [op for op in Op if op != Op.FILTER_TRANSFORM]
     return [Kernel(graph.tasks_of(op), stage_resources(graph.partition, op, flavor=flavor), False, OP_NAMES[op],
                    gemm=gemm, precision=precision) for op in ops]

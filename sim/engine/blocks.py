@@ -67,6 +67,7 @@ class BlockColumns:
         eff = np.array([model.efficiency(o) for o in Op])
         if precision != "fp32":
             eff[Op.GEMM] /= gemm_precision_factor(model, graph.partition, gpu, precision)
+            added = np.where(op == Op.GEMM, added * model.law("gemm_precision").latency_ratio, added)
         moved = (read + written) * one
         self.moved = view(moved)
         self.written = view(written)

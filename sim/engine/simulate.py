@@ -29,7 +29,7 @@ def simulate(graph: TaskGraph, mapping: Mapping, gpu, policy: str = DEFAULT_POLI
     nonfused_run = engine.run(graph, None, RunConfig(launch="nonfused")).native
     nonfused_cpu = time.process_time() - cpu
     window = gpu.sm_count * blocks_per_sm(gpu, megakernel_resources(graph.partition,
-                                                                    flavor=Flavor.of_graph(graph, gemm)))
+                                                                    flavor=Flavor.of_graph(graph, gemm, precision)))
     return SimResult(layer=graph.layer.name, gpu=gpu.name, strategy=mapping.strategy, params=mapping.params,
                      policy=policy, mode=mode, gemm=gemm, precision=precision,
                      fused=RunStats.from_raw(fused_run, graph, gpu),

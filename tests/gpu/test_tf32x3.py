@@ -73,6 +73,24 @@ def test_3xtf32_stays_fp32_accurate_as_the_reduction_grows(c):
     assert err <= BOUND[4] and err <= 2 * err_fp32, (err, err_fp32)
 
 
+def test_a_nan_or_inf_input_spoils_the_same_outputs_in_3xtf32_as_in_fp32():
+    """The body rounds to TF32 with bit arithmetic, which need not keep a NaN a NaN; the remainder it leaves
+    then is one, so a non-finite operand still spoils exactly the outputs it reaches."""
+    layer = Layer(1, 64, 14, 14, 64, "nonfinite")
+    graph = graph_of(layer, 4)
+    x, w = data(layer)
+    x[0, 3, 5, 7] = cp.nan
+    x[0, 9, 2, 40] = cp.inf
+    x[0, 12, 12, 1] = cp.float32(np.frombuffer(np.uint32(0x7F800001).tobytes(), np.float32)[0])  # NaN, low payload
+    ys = {}
+    for precision in ("3xtf32", "fp32"):
+        ys[precision] = out(layer)
+        NonFusedConv(graph, gemm="warp", precision=precision).run(x, w, ys[precision])
+    spoiled = ~cp.isfinite(ys["fp32"])
+    assert int(spoiled.sum()) > 0
+    assert bool(cp.array_equal(~cp.isfinite(ys["3xtf32"]), spoiled))
+
+
 @pytest.mark.parametrize("mode", ["static", "persistent"])
 def test_a_3xtf32_build_whose_mapping_deadlocks_raises_instead_of_hanging(mode):
     layer = Layer(2, 64, 34, 34, 64, "illegal")  # three tile groups: the last one's input task never runs

@@ -247,4 +247,4 @@ def test_the_committed_raw_files_the_cases_spoil_load():
         assert load_replay_inputs(CALIBRATION_RAW, gpu) is not None
     assert load_sample(io.BytesIO(sample()))[0]["c"]["strategy"] == "paper"
     from megasim.app.calibrate.tensor_law import load_tensor_core
-    assert len(load_tensor_core(CALIBRATION_RAW / "h200_tensor_core.json")) == 12
+    assert len(load_tensor_core(CALIBRATION_RAW / "h200_tensor_core.json")) == 36  # 12 layers, F(2), F(4), F(6)

@@ -27,7 +27,7 @@ from megasim.app.catalog import layer_names, load_gpu, load_layer, load_network,
 from megasim.app.search.space import build_space, reject_reason
 from megasim.contract.problem import Layer, Op, Partition, WinogradVariant
 from megasim.contract.resources import (DEFAULT_FLAVOR, REGISTER_TABLE, Flavor, StageResources, blocks_per_sm,
-                                        megakernel_resources, partition_key, stage_resources)
+                                        megakernel_resources, partition_key, stage_resources, warp_partition)
 from megasim.gpu.backend import KernelConfig, kernel_source
 
 PAPER_LAYERS = 13
@@ -156,39 +156,77 @@ def table_row(build: Build, made_by: tuple, usage: dict) -> dict:
 
 
 def warp_rows() -> list[dict]:
-    """The warp-tiled GEMM builds of the paper layers, read on the H200
-    (docs/results/occupancy_device/warp_registers.py), as table rows that name their body."""
-    rows = {}
+    """The warp-tiled GEMM builds of the paper layers in each precision, read on the H200
+    (docs/results/occupancy_device/warp_registers.py), as table rows that name their body (and their precision
+    where it is not FP32)."""
+    rows, shaped, first = {}, [], {}
     for r in json.loads(WARP_MEASURED.read_text())["builds"]:
-        key = partition_key(Partition(**r["partition"]), Flavor(r["variant"], True, True, r["gemm"]))
-        if r["gemm"] == "warp" and key not in rows:  # one layer per key, as the generic rows
-            rows[key] = {"partition": r["partition"], "layer": r["layer"], "variant": r["variant"],
-                         "vector_loads": [True, True], "gemm": "warp",
-                         "registers": {k: r["usage"][k][0] for k in KERNELS}}
-    return list(rows.values())
+        if r["gemm"] != "warp":
+            continue
+        key = partition_key(Partition(**r["partition"]), warp_flavor(r))
+        row = {"partition": r["partition"], "layer": r["layer"], "variant": r["variant"],
+               "vector_loads": [True, True], "gemm": "warp",
+               **({"precision": r["precision"]} if r["precision"] != "fp32" else {}),
+               "registers": {k: r["usage"][k][0] for k in KERNELS}}
+        if key not in rows:  # the first layer of a key speaks for every layer of it ...
+            rows[key] = row
+        elif occupancy(r) != occupancy(first[key]):  # ... but one whose occupancy differs has its own row
+            shaped.append({**row, "shape": r["shape"]})
+        first.setdefault(key, r)
+    return list(rows.values()) + shaped
+
+
+def occupancy(r: dict) -> dict:
+    """A measured build's blocks per SM in the kernels that hold its GEMM body. (The transform kernels'
+    registers move between layers of one partition too, for the generic body as much as the warp one; the
+    table keeps one layer's for them.)"""
+    return {k: r["usage"][k][2] for k in ("megakernel", "gemm")}
+
+
+def warp_flavor(r: dict) -> Flavor:
+    return Flavor(r["variant"], True, True, r["gemm"], r["precision"], tuple(r["shape"]))
 
 
 def test_a_warp_build_plans_its_own_measured_registers_and_the_drivers_occupancy():
     """The warp body's kernels mostly take the generic body's registers, but not always: ResNet-1's F(4)
     megakernel takes 138 where the generic one takes 117, three blocks an SM and not four. Registers also
-    differ a little between layers of one partition (their sizes are compiled in), so each table row is
-    checked on the layer it was read on."""
+    differ between layers of one partition (their sizes are compiled in): YOLOv3-1's takes 122, four blocks,
+    so the table holds a row for its shape. Each table row's registers are checked on the layer it was read
+    on, and every layer's occupancy of the kernels that hold the GEMM body."""
     h200 = load_gpu("h200")
     wrong, differs = [], 0
-    made_by = {(json.dumps(r["partition"], sort_keys=True), r["variant"]): r["layer"] for r in warp_rows()}
+    made_by = {(json.dumps(r["partition"], sort_keys=True), r["variant"], r.get("precision", "fp32"),
+                tuple(r.get("shape", ()))): r["layer"] for r in warp_rows()}
     for r in json.loads(WARP_MEASURED.read_text())["builds"]:
-        if r["gemm"] != "warp" or made_by[json.dumps(r["partition"], sort_keys=True), r["variant"]] != r["layer"]:
+        if r["gemm"] != "warp":
             continue
-        flavor = Flavor(r["variant"], True, True, r["gemm"])
+        flavor = warp_flavor(r)
+        key = json.dumps(r["partition"], sort_keys=True), r["variant"], r["precision"]
+        own = made_by.get((*key, tuple(r["shape"])), made_by[(*key, ())]) == r["layer"]
         for kernel, (regs, smem, driver) in r["usage"].items():
+            if not own and kernel not in occupancy(r):
+                continue
             plan = planned((Partition(**r["partition"]), flavor), kernel)
-            if (plan.regs_per_thread, plan.smem_bytes, blocks_per_sm(h200, plan)) != (regs, smem, driver):
+            if (plan.regs_per_thread if own else regs, plan.smem_bytes, blocks_per_sm(h200, plan)) != (regs, smem, driver):
                 wrong.append(f"{r['layer']} F{r['variant']} {r['gemm']} {kernel}: plan {plan}, build {regs} regs "
                              f"{smem} B {driver} blocks/SM")
             generic = planned((Partition(**r["partition"]), Flavor(r["variant"])), kernel)
             differs += generic.regs_per_thread != regs
     assert not wrong, "\n".join(wrong[:20])
     assert differs > 0
+
+
+def test_a_3xtf32_build_plans_its_own_registers_not_its_ffma_twins():
+    """The 3xTF32 body holds its split operands and tensor-core partial sums besides the FFMA accumulators:
+    YOLOv3-1's F(4) warp megakernel takes 148 registers where its FFMA twin takes 122, three blocks an SM and
+    not four, which made its fused 3xTF32 build slower than the FFMA one on the H200."""
+    h200 = load_gpu("h200")
+    layer = load_layer("YOLOv3-1")
+    part = warp_partition(layer, partition_for(layer, "h200"))
+    blocks = {p: blocks_per_sm(h200, megakernel_resources(part, flavor=Flavor.of(layer, WinogradVariant(4), part,
+                                                                                   "warp", p)))
+              for p in ("fp32", "3xtf32")}
+    assert blocks == {"fp32": 4, "3xtf32": 3}
 
 
 def write_table() -> None:

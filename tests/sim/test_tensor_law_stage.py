@@ -25,10 +25,10 @@ def fp32_model():
     return gpu.with_model(laws=[x.name for x in gpu.model.laws if x.name != LAW])
 
 
-def synthetic(path, spec, layers, efficiency: float, fused: float):
-    """A raw file whose 3xTF32 times are what the law at these efficiencies predicts (FP32 times: its FP32), each
+def synthetic(path, spec, layers, efficiency: float, fused: float, latency: float):
+    """A raw file whose 3xTF32 times are what the law at these constants predicts (FP32 times: its FP32), each
     layer at its H200 partition widened for the warp body, as measure.py times it."""
-    law = with_law(spec, efficiency, fused)
+    law = with_law(spec, efficiency, fused, latency)
     rows = []
     for name in layers:
         layer = load_layer(name)
@@ -39,22 +39,24 @@ def synthetic(path, spec, layers, efficiency: float, fused: float):
     return path
 
 
-def test_the_fit_finds_the_efficiencies_that_made_the_times(tmp_path):
+def test_the_fit_finds_the_constants_that_made_the_times(tmp_path):
     spec = fp32_model()
-    path = synthetic(tmp_path / "h200_tensor_core.json", spec, ["resnet-2", "resnet-4", "resnet-3"], 0.6, 0.45)
+    path = synthetic(tmp_path / "h200_tensor_core.json", spec, ["resnet-2", "resnet-4", "resnet-3"], 0.6, 0.45, 0.8)
     rows = load_tensor_core(path)
     assert [r["split"] for r in rows] == ["train", "train", "heldout"]
     model, errors, judged = fit_tensor_law(rows, spec, log=lambda *_: None)
-    assert model[LAW] == {"efficiency_ratio": 0.6, "fused_efficiency_ratio": 0.45}
+    assert model[LAW] == {"efficiency_ratio": 0.6, "fused_efficiency_ratio": 0.45, "latency_ratio": 0.8}
     assert model["laws"] == [x.name for x in spec.model.laws] + [LAW]
-    assert errors == {"gemm": 0.0, "fused": 0.0, "heldout_gemm": 0.0, "heldout_nonfused": 0.0, "heldout_fused": 0.0}
+    assert errors == {"gemm_gain": 0.0, "fused_gain": 0.0, "heldout_gemm": 0.0, "heldout_nonfused": 0.0,
+                      "heldout_fused": 0.0}
     assert all(r[k]["within_5_points"] for r in judged for k in ("gemm", "nonfused", "fused"))
 
 
 def test_the_committed_raw_file_is_split_as_the_calibration_runs_are():
     rows = load_tensor_core(COMMITTED)
     held = {load_layer(r["layer"]).name for r in rows if r["split"] == "heldout"}
-    assert held == set(HELDOUT_LAYERS) and len(rows) - len(held) == 9
+    assert held == set(HELDOUT_LAYERS)
+    assert sorted(r["variant"] for r in rows if r["split"] == "train") == [2] * 9 + [4] * 9 + [6] * 9
 
 
 def test_the_committed_h200_profile_carries_the_fitted_law_and_its_held_out_error():
@@ -64,11 +66,12 @@ def test_the_committed_h200_profile_carries_the_fitted_law_and_its_held_out_erro
     law = profile.model[LAW]
     assert 0.3 <= law["fused_efficiency_ratio"] <= law["efficiency_ratio"] <= 1.0
     record = profile.fit["stage5_mean_abs_log_error"]
-    assert set(record) == {"gemm", "fused", "heldout_gemm", "heldout_nonfused", "heldout_fused"}
+    assert set(record) == {"gemm_gain", "fused_gain", "heldout_gemm", "heldout_nonfused", "heldout_fused"}
     assert all(0 <= v < 0.1 for v in record.values())
     assert "scenarios/calibrations/raw/h200_tensor_core.json" in profile.provenance["measurements"]
     spec = profile.apply(profile.base_spec())
     assert spec.model.law("gemm_precision").efficiency_ratio == law["efficiency_ratio"]
+    assert spec.model.law("gemm_precision").latency_ratio == law["latency_ratio"] < 1.0
 
 
 def test_no_raw_file_no_law():
@@ -88,7 +91,7 @@ def test_no_raw_file_no_law():
     (lambda d: d["rows"][1]["fp32"].update(gemm_us=0), "rows[1]: fp32.gemm_us should be greater than 0"),
     (lambda d: d["rows"][0].update(layer="resnet-9"), "rows[0]: unknown layer 'resnet-9'"),
     (lambda d: d["rows"][0].update(variant=3), "rows[0]: variant"),
-    (lambda d: d.update(rows=[r for r in d["rows"] if r["layer"].startswith("vgg")][1:2]), "every row is held out"),
+    (lambda d: d.update(rows=[r for r in d["rows"] if r["layer"] == "vgg-2"]), "every row is held out"),
     (lambda d: d.update(rows={}), "not a 3xTF32 measurement"),
 ])
 def test_a_bad_raw_file_is_one_line(tmp_path, edit, said):

@@ -4,12 +4,15 @@
 
 The body's knobs are compile-time: `MS_TF32X3_CHUNK` (8-channel steps the tensor cores sum from zero before one
 FP32 add: fewer FP32 adds and a longer truncating chain; 2 by default), `MS_TF32X3_ROUND_SMALL` (round the small
-part to TF32 too, one conversion more per element; off by default), the launch bounds' blocks per SM
-(`min_blocks`: 3 caps a 128-thread block at 168 registers, 2 at 255) and a bigger block (128 tiles, 256
+part to TF32 too, one conversion more per element; off by default), `MS_TF32X3_SPLIT_CVT` (round the big part
+with cvt.rna.tf32.f32, four instructions, instead of the two of bit arithmetic that give the same bits; off by
+default), the launch bounds' blocks per SM
+(`min_blocks`: 3 caps a 128-thread block at 168 registers, 2 at 255, 4 at 128) and a bigger block (128 tiles, 256
 threads). For each paper layer at batch 64 in F(4x4) whose warp tiling fits, the non-fused FFMA build fills U and V;
 each variant's GEMM kernel then runs on them alone (CUDA events, median of `reps`), its output is compared with
 the float64 product of the same V and U, and the FFMA build's output transform turns it into y, compared with a
-float64 cuDNN convolution. cuBLAS's strict-FP32 batched SGEMM runs on the same V and U. Every module is compiled
+float64 cuDNN convolution, and a digest of its bits is kept (`m_digest`: variants that must agree bit for bit
+can be checked). cuBLAS's strict-FP32 batched SGEMM runs on the same V and U. Every module is compiled
 first, in `--workers` processes. Writes OUT/body_variants.json and prints a table.
 
     ncu --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio --section SpeedOfLight \
@@ -19,6 +22,7 @@ first, in `--workers` processes. Writes OUT/body_variants.json and prints a tabl
 runs each named variant's GEMM kernel once on one layer, for Nsight Compute: where its warps stall.
 """
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -33,10 +37,13 @@ BIG_BLOCK = {"tiles_per_group": 128, "threads": 256}
 VARIANTS = {  # name: (precision, defines, min_blocks, partition changes)
     "ffma": ("fp32", {}, 0, {}),
     "3xtf32": ("3xtf32", {}, 0, {}),
+    "cvt-split": ("3xtf32", {"MS_TF32X3_SPLIT_CVT": 1}, 0, {}),
     "chunk1": ("3xtf32", {"MS_TF32X3_CHUNK": 1}, 0, {}),
+    "chunk4": ("3xtf32", {"MS_TF32X3_CHUNK": 4}, 0, {}),
     "round-small": ("3xtf32", {"MS_TF32X3_ROUND_SMALL": 1}, 0, {}),
     "chunk1-round-small": ("3xtf32", {"MS_TF32X3_CHUNK": 1, "MS_TF32X3_ROUND_SMALL": 1}, 0, {}),
     "mb2": ("3xtf32", {}, 2, {}),
+    "mb4": ("3xtf32", {}, 4, {}),
     "ffma-t128": ("fp32", {}, 0, BIG_BLOCK),
     "3xtf32-t128": ("3xtf32", {}, 0, BIG_BLOCK),
 }
@@ -100,6 +107,7 @@ def measure_layer(cp, name: str, m: int, variants: list[str], reps: int) -> dict
         wsp.M.fill(float("nan"))
         gemm(0)
         gemm_err = rel_l2_error(wsp.M.reshape(a2, tiles, layer.k), m64)
+        digest = hashlib.sha256(cp.asnumpy(wsp.M).tobytes()).hexdigest()[:16]
         ys[0].fill(float("nan"))
         run_cupy(output_step, xs[0], ws[0], ys[0], cp.cuda.get_current_stream())
         conv_err = rel_l2_error(ys[0], ref)
@@ -107,7 +115,7 @@ def measure_layer(cp, name: str, m: int, variants: list[str], reps: int) -> dict
         attrs = fn.attributes
         row["runs"][variant] = {"gemm_us": us, "gemm_tflops": flop / us / 1e6, "gemm_rel_err": gemm_err,
                                 "rel_err": conv_err, "registers": attrs.get("num_regs"),
-                                "local_bytes": attrs.get("local_size_bytes")}
+                                "local_bytes": attrs.get("local_size_bytes"), "m_digest": digest}
     out = cp.empty((a2, tiles, layer.k), dtype=cp.float32)
     row["cublas_us"] = time_launches(cp, lambda i: cp.matmul(v3, u3, out=out), 1, reps)["median_us"]
     row["cublas_tflops"] = flop / row["cublas_us"] / 1e6
@@ -139,12 +147,13 @@ def main() -> int:
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--workers", type=int, default=15)
     p.add_argument("--layers", default="")
+    p.add_argument("--variants", default="", help="comma-separated names of VARIANTS (default: all)")
     p.add_argument("--once", nargs="+", metavar="LAYER VARIANT", help="run these variants' GEMM once (for ncu)")
     args = p.parse_args()
     if args.once:
         return run_once(args.once[0], args.once[1:])
     args.out.mkdir(parents=True, exist_ok=True)
-    variants = list(VARIANTS)
+    variants = args.variants.split(",") if args.variants else list(VARIANTS)
     todo = builds([4])
     if args.layers:
         todo = [b for b in todo if b[0] in args.layers.split(",")]
@@ -168,6 +177,9 @@ def main() -> int:
         cells = [f"{r['runs'][v]['gemm_tflops']:5.1f}T {r['runs'][v]['rel_err']:.1e}/{r['runs'][v]['registers']}"
                  for v in variants]
         print(f"{r['layer']:10} " + " ".join(f"{c:>17}" for c in cells) + f" {r['cublas_tflops']:6.1f}T")
+    if {"3xtf32", "cvt-split"} <= set(variants):
+        same = sum(r["runs"]["3xtf32"]["m_digest"] == r["runs"]["cvt-split"]["m_digest"] for r in rows)
+        print(f"3xtf32 and cvt-split GEMM outputs bit for bit equal on {same} of {len(rows)} layers")
     print(f"done in {time.time() - start:.0f} s (cells: GEMM TFLOP/s, convolution error vs float64 / registers)")
     return 0
 

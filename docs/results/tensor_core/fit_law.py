@@ -35,15 +35,17 @@ def main() -> int:
            "rows": [{"layer": r["layer"], "variant": r["variant"], "held_out": r["split"] == "heldout",
                      **{k: r[k] for k in KINDS}} for r in judged]}
     (out / "fitted_law.json").write_text(json.dumps(doc, indent=1) + "\n")
-    lines = [f"efficiency_ratio {law['efficiency_ratio']}, fused_efficiency_ratio {law['fused_efficiency_ratio']} "
-             f"(fitted on the GEMM kernels and fused convolutions of {', '.join(train)}; mean |log error| "
-             f"{errors['gemm']:.3f}, {errors['fused']:.3f}); held out: {', '.join(held)}", "",
-             "| layer | held out | GEMM gain % predicted / measured | non-fused | fused | 3xTF32 GEMM us predicted / measured |",
-             "|---|---|---|---|---|---|"]
+    lines = [f"efficiency_ratio {law['efficiency_ratio']}, latency_ratio {law['latency_ratio']}, fused_efficiency_ratio "
+             f"{law['fused_efficiency_ratio']} (fitted on the gains over FP32 of the GEMM kernels and fused "
+             f"convolutions of {', '.join(train)}, F(2), F(4), F(6); mean |log gain error| {errors['gemm_gain']:.3f}, "
+             f"{errors['fused_gain']:.3f}); held out: {', '.join(held)}", "",
+             "| layer | variant | held out | GEMM gain % predicted / measured | non-fused | fused | "
+             "3xTF32 GEMM us predicted / measured |",
+             "|---|---|---|---|---|---|---|"]
     for row in doc["rows"]:
         cells = [f"{100 * row[k]['predicted_gain']:+.0f} / {100 * row[k]['measured_gain']:+.0f}"
                  + ("" if row[k]["within_5_points"] else " (off)") for k in KINDS]
-        lines.append(f"| {row['layer']} | {'yes' if row['held_out'] else ''} | " + " | ".join(cells)
+        lines.append(f"| {row['layer']} | F({row['variant']}) | {'yes' if row['held_out'] else ''} | " + " | ".join(cells)
                      + f" | {row['gemm']['predicted_3xtf32_us']:.0f} / {row['gemm']['measured_3xtf32_us']:.0f} |")
     for split, said in (("train", "fitted"), ("heldout", "held out")):
         for kind, s in summary(judged, split).items():

@@ -20,8 +20,8 @@ RAW = HERE.parents[2] / "scenarios" / "calibrations" / "raw" / "h200_tensor_core
 
 def main() -> int:
     out = Path(sys.argv[1])
-    measured = json.loads(RAW.read_text())["rows"]
-    fitted = {r["layer"]: r for r in json.loads((HERE / "fitted_law.json").read_text())["rows"]}
+    measured = [r for r in json.loads(RAW.read_text())["rows"] if r["variant"] == 4]
+    fitted = {r["layer"]: r for r in json.loads((HERE / "fitted_law.json").read_text())["rows"] if r["variant"] == 4}
     names = [r["layer"] for r in measured]
     x = range(len(names))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.8]})

@@ -1,15 +1,20 @@
-"""Stage 5: the `tensor_core_gemm` law's efficiencies, from the 3xTF32 GEMM body measured beside the FFMA one
+"""Stage 5: the `tensor_core_gemm` law's constants, from the 3xTF32 GEMM body measured beside the FFMA one
 (`<gpu>_tensor_core.json`, written by docs/results/tensor_core/measure.py).
 
 The law's rate constants are measured apart (mma.sync's rate and the clock under tensor load are its
 defaults); what only the built body shows is the share of that rate it reaches, against the FFMA body's share
-of the FP32 rate. So two constants are fitted, on the 3xTF32 times of the training layers: `efficiency_ratio` on
-the GEMM kernels, then, with it fixed, `fused_efficiency_ratio` (the megakernel's GEMM tasks') on the fused
-convolutions. Each is the value of least mean |log error| on a grid (`COARSE`), refined in hundredths around
-the best: the fit is deterministic and needs only a few simulations a value, so it runs with the profile's.
-The layers the calibration runs hold out (`gpu_runs.HELDOUT_LAYERS`) are held out here too, and judge the law
-on all three launches. Without the file a GPU gets no law, so a search on it stays FP32 (decisions.md,
-"Precision is an axis of the decision space that a search opens only where the model predicts it").
+of the FP32 rate, and how much of the FFMA body's per-block latency it keeps. The law says how a 3xTF32 build
+relates to its FP32 twin, so it is fitted on that relation: the predicted gain over the FP32 twin (each under the
+fitted FP32 model) against the measured one, least mean |log gain error|, which leaves the FP32 model's own error
+out of the law. `efficiency_ratio` and `latency_ratio` together on the GEMM kernels (a grid of pairs, `PAIRS`, then
+each refined in hundredths around the best with the other fixed), then, with them fixed,
+`fused_efficiency_ratio` (the megakernel's GEMM tasks') on the fused convolutions (`COARSE`, then hundredths).
+Fitted on the times instead, the two GEMM constants traded the layers whose 3xTF32 build loses a block an SM
+against the rest, and the held-out gains agreed on 2 of 9 (docs/decisions.md). The fit is deterministic and
+needs only a few simulations a value, so it runs with the profile's. The layers the calibration runs hold out
+(`gpu_runs.HELDOUT_LAYERS`) are held out here too, and judge the law on all three launches. Without the file a
+GPU gets no law, so a search on it stays FP32 (decisions.md, "Precision is an axis of the decision space that a
+search opens only where the model predicts it").
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ LAW = "tensor_core_gemm"
 KINDS = {"gemm": "gemm_us", "nonfused": "nonfused_us", "fused": "fused_us"}  # launch -> the measured field
 COARSE = tuple(round(0.30 + 0.05 * i, 2) for i in range(15))
 FINE = tuple(0.01 * i for i in range(-4, 5))
+PAIRS = tuple((e, r) for e in (0.6, 0.7, 0.8, 0.9, 1.0) for r in (0.6, 0.7, 0.8, 0.9, 1.0))  # (efficiency, latency)
 WITHIN = 0.05  # a predicted gain over FP32 "agrees" within 5 points of the measured one
 WHAT = ("a JSON object with \"rows\": [...], one per layer with its layer, variant, partition and the fp32 and "
         "3xtf32 gemm_us, nonfused_us and fused_us, as docs/results/tensor_core/measure.py writes it")
@@ -107,30 +113,36 @@ def _times(rows: list[dict], spec, cases, pool) -> list[list[float]]:
     return [flat[i:i + len(cases)] for i in range(0, len(flat), len(cases))]
 
 
-def with_law(spec, efficiency: float, fused: float = 0.0):
-    """`spec` with the law at these efficiencies (0 fused: the GEMM kernel's), after any laws it has."""
+def with_law(spec, efficiency: float, fused: float = 0.0, latency: float = 1.0):
+    """`spec` with the law at these constants (0 fused: the GEMM kernel's efficiency), after any laws it has."""
     names = [x.name for x in spec.model.laws if x.name != LAW] + [LAW]
-    return spec.with_model(laws=names, **{LAW: {"efficiency_ratio": efficiency, "fused_efficiency_ratio": fused}})
+    return spec.with_model(laws=names, **{LAW: {"efficiency_ratio": efficiency, "fused_efficiency_ratio": fused,
+                                                "latency_ratio": latency}})
 
 
-def log_error(predicted: float, row: dict, kind: str) -> float:
-    return abs(math.log(predicted / row["3xtf32"][KINDS[kind]]))
+def gain_error(predicted_3xtf32: float, predicted_fp32: float, row: dict, kind: str) -> float:
+    """|log| of the predicted gain over FP32 against the measured one, as ratios of times."""
+    key = KINDS[kind]
+    return abs(math.log(predicted_fp32 / predicted_3xtf32) - math.log(row["fp32"][key] / row["3xtf32"][key]))
 
 
-def fit_one(rows: list[dict], kind: str, spec_for, pool=None) -> tuple[float, float]:
-    """(value, mean |log error|) of the constant `spec_for(value)` sets that best predicts the rows' 3xTF32
-    `kind` times: the best of `COARSE`, then of the hundredths within 0.04 of it."""
+def fitter(rows: list[dict], kind: str, spec, spec_for, pool=None):
+    """The mean |log gain error| of `kind` over `rows` as a function of the constants `spec_for(*values)` sets,
+    remembered per value (the FP32 twins' times, under `spec`, are simulated once)."""
+    fp32 = [t[0] for t in _times(rows, spec, [("fp32", kind)], pool)]
     seen = {}
 
-    def error(value: float) -> float:
-        if value not in seen:
-            times = _times(rows, spec_for(value), [("3xtf32", kind)], pool)
-            seen[value] = sum(log_error(t[0], r, kind) for t, r in zip(times, rows)) / len(rows)
-        return seen[value]
+    def error(*values) -> float:
+        if values not in seen:
+            times = _times(rows, spec_for(*values), [("3xtf32", kind)], pool)
+            seen[values] = sum(gain_error(t[0], f, r, kind) for t, f, r in zip(times, fp32, rows)) / len(rows)
+        return seen[values]
+    return error
 
-    best = min(COARSE, key=error)
-    best = min((round(best + d, 2) for d in FINE), key=error)
-    return best, error(best)
+
+def refine(error, best: tuple, i: int) -> tuple:
+    """`best` with its i-th value the best of the hundredths within 0.04 of it."""
+    return min((best[:i] + (round(best[i] + d, 2),) + best[i + 1:] for d in FINE), key=lambda v: error(*v))
 
 
 def judge(rows: list[dict], fp32_spec, spec, pool=None) -> list[dict]:
@@ -168,19 +180,23 @@ def fit_tensor_law(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, 
     """({"laws": the model's laws and the law, the law: its two fitted constants}, the errors [fit] records,
     the judged rows) of checked rows (`load_tensor_core`) over the fitted FP32 model `spec`."""
     train = [r for r in rows if r["split"] == "train"]
-    eff, eff_err = fit_one(train, "gemm", lambda v: with_law(spec, v), pool)
-    fused, fused_err = fit_one(train, "fused", lambda v: with_law(spec, eff, v), pool)
-    judged = judge(rows, spec, with_law(spec, eff, fused), pool)
+    gemm = fitter(train, "gemm", spec, lambda e, r: with_law(spec, e, latency=r), pool)
+    eff, latency = refine(gemm, refine(gemm, min(PAIRS, key=lambda v: gemm(*v)), 0), 1)
+    eff_err = gemm(eff, latency)
+    fused_of = fitter(train, "fused", spec, lambda v: with_law(spec, eff, v, latency), pool)
+    (fused,) = refine(fused_of, (min(COARSE, key=fused_of),), 0)
+    fused_err = fused_of(fused)
+    judged = judge(rows, spec, with_law(spec, eff, fused, latency), pool)
     held = summary(judged, "heldout")
     names = sorted({r["layer"] for r in rows if r["split"] == "heldout"})
-    log(f"stage 5 (3xTF32 GEMM, {len(train)} layers): efficiency_ratio {eff}, fused_efficiency_ratio {fused}, mean "
-        f"|log error| {eff_err:.3f}, {fused_err:.3f}; held out ({', '.join(names)}): 3xTF32 time MAPE "
+    log(f"stage 5 (3xTF32 GEMM, {len(train)} builds): efficiency_ratio {eff}, latency_ratio {latency}, "
+        f"fused_efficiency_ratio {fused}, mean |log gain error| {eff_err:.3f}, {fused_err:.3f}; held out ({', '.join(names)}): 3xTF32 time MAPE "
         + ", ".join(f"{k} {100 * s['mape']:.1f}%" for k, s in held.items()) + "; gain over FP32 within 5 points on "
         + ", ".join(f"{k} {s['gain_agrees']} of {s['rows']}" for k, s in held.items()))
-    errors = {"gemm": round(eff_err, 4), "fused": round(fused_err, 4),
+    errors = {"gemm_gain": round(eff_err, 4), "fused_gain": round(fused_err, 4),
               **{f"heldout_{k}": round(s["mean_abs_log_error"], 4) for k, s in held.items()}}
     model = {"laws": [x.name for x in spec.model.laws if x.name != LAW] + [LAW],
-             LAW: {"efficiency_ratio": eff, "fused_efficiency_ratio": fused}}
+             LAW: {"efficiency_ratio": eff, "fused_efficiency_ratio": fused, "latency_ratio": latency}}
     return model, errors, judged
 
 

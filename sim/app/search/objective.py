@@ -92,7 +92,8 @@ def evaluate(problem: Problem, partition: Partition, options: dict) -> dict:
     mapping = make(graph, problem.strategy, **options)
     validate(graph, mapping)
     predicted = _fused_us(problem, graph, mapping)
-    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition, flavor=Flavor.of_graph(graph, problem.gemm)))
+    bps = blocks_per_sm(problem.gpu, megakernel_resources(partition, flavor=Flavor.of_graph(graph, problem.gemm,
+                                                                                  problem.precision)))
     defaults = {o.name: o.default for o in declared(MAPPINGS.get(problem.strategy).options)}
     counted, default_us = predicted, None
     if problem.mapping_gain < 1 and options != defaults:

@@ -289,7 +289,8 @@ def reject_reason(space: Space, point: dict, layer: Layer, gpu, sizes: dict | No
         return f"gemm_mats_per_task={part.gemm_mats_per_task} exceeds the {variant.alpha ** 2} Winograd points"
     try:
         if fused:
-            blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part, build.gemm)))
+            blocks_per_sm(gpu, megakernel_resources(part, flavor=Flavor.of(layer, variant, part, build.gemm,
+                                                                          build.precision)))
     except MegasimError as exc:
         return f"megakernel block does not fit on {gpu.name}: {exc}"
     why = _kernel_reason(layer, variant, part, build.gemm, build.precision)

@@ -10,8 +10,11 @@ over the FP32 rate; plus the FP32 work of the split, three operations per operan
 that reaches the same fraction of the tensor rate as the FFMA body does of the FP32 rate has `efficiency_ratio`
 1, the declared default the prediction before building used. The measured body (gpu/kernels/gemm_tf32x3.cuh)
 reaches less, and less again inside the megakernel, whose other tasks share its registers:
-`fused_efficiency_ratio` is the megakernel's GEMM tasks' (0: the same as the GEMM kernel's). Both are fitted by
-calibration (`megasim.app.calibrate.tensor_law`). The rate defaults are the H200's of 2026-11-29
+`fused_efficiency_ratio` is the megakernel's GEMM tasks' (0: the same as the GEMM kernel's). A block's latency
+beyond its share of the SM (the GEMM body law's step and fixed cycles, which resident blocks hide from each other)
+is the FFMA body's times `latency_ratio`: the tensor body holds more registers, so fewer blocks hide it, and the
+measured GEMM kernels say it is shorter than the FFMA body's. All three are fitted by calibration
+(`megasim.app.calibrate.tensor_law`). The rate defaults are the H200's of 2026-11-29
 (docs/results/tensor_core/mma_rate.json).
 """
 from __future__ import annotations
@@ -32,6 +35,7 @@ class TensorCoreGemm(Law):
     split_ops_per_element: float_in(0.0, 100.0) = 3.0  # cvt.rna.tf32, subtract, cvt.rna.tf32
     efficiency_ratio: float_in(1e-3, 10.0) = 1.0
     fused_efficiency_ratio: float_in(0.0, 10.0) = 0.0
+    latency_ratio: float_in(0.0, 10.0) = 1.0
 
     def for_megakernel(self) -> TensorCoreGemm:
         """The law as the megakernel's GEMM tasks run under it."""
