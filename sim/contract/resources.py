@@ -269,18 +269,23 @@ def _register_table() -> dict:
 
 def registers(part: Partition, kernel: str, k_step: int = GEMM_K_STEP, flavor: Flavor = DEFAULT_FLAVOR) -> int:
     """Registers per thread of one kernel ('megakernel' or a stage name) of this build, as CuPy compiles it."""
-    table = _register_table() if k_step == GEMM_K_STEP else {}
-    shaped = json.dumps(list(flavor.shape or []))
-    measured = (table.get(partition_key(part, flavor) + shaped) or table.get(partition_key(part, flavor) + "[]")
-                or table.get(partition_key(part, replace(flavor, precision="fp32")) + "[]")
-                or table.get(partition_key(part, replace(flavor, gemm="generic", precision="fp32")) + "[]")
-                or table.get(partition_key(part) + "[]"))
+    measured = _measured_registers(part, k_step, flavor, flavor.shape)
     if measured is not None:
         return measured[kernel]
     if kernel in ("gemm", "megakernel"):
         plan = gemm_plan(part)
         return ESTIMATED_REGISTERS["gemm_8x8" if plan.tm * plan.tn >= 64 else "gemm_small"]
     return ESTIMATED_REGISTERS[kernel]
+
+
+@lru_cache(maxsize=4096)
+def _measured_registers(part: Partition, k_step: int, flavor: Flavor, shape: tuple | None) -> dict | None:
+    """The table row a build takes, most specific first (`shape` apart: `Flavor` equality leaves it out)."""
+    table = _register_table() if k_step == GEMM_K_STEP else {}
+    keys = [partition_key(part, flavor) + json.dumps(list(shape or [])), partition_key(part, flavor) + "[]",
+            partition_key(part, replace(flavor, precision="fp32")) + "[]",
+            partition_key(part, replace(flavor, gemm="generic", precision="fp32")) + "[]", partition_key(part) + "[]"]
+    return next((table[k] for k in keys if k in table), None)
 
 
 def stage_resources(part: Partition, op: Op, k_step: int = GEMM_K_STEP,
