@@ -37,7 +37,8 @@ def main() -> int:
     (out / "fitted_law.json").write_text(json.dumps(doc, indent=1) + "\n")
     lines = [f"efficiency_ratio {law['efficiency_ratio']}, latency_ratio {law['latency_ratio']}, fused_efficiency_ratio "
              f"{law['fused_efficiency_ratio']} (fitted on the gains over FP32 of the GEMM kernels and fused "
-             f"convolutions of {', '.join(train)}, F(2), F(4), F(6); mean |log gain error| {errors['gemm_gain']:.3f}, "
+             f"convolutions of {', '.join(train)}, F(4), judged on their F(2) and F(6) too; mean |log gain error| "
+             f"{errors['gemm_gain']:.3f}, "
              f"{errors['fused_gain']:.3f}); held out: {', '.join(held)}", "",
              "| layer | variant | held out | GEMM gain % predicted / measured | non-fused | fused | "
              "3xTF32 GEMM us predicted / measured |",
@@ -47,7 +48,7 @@ def main() -> int:
                  + ("" if row[k]["within_5_points"] else " (off)") for k in KINDS]
         lines.append(f"| {row['layer']} | F({row['variant']}) | {'yes' if row['held_out'] else ''} | " + " | ".join(cells)
                      + f" | {row['gemm']['predicted_3xtf32_us']:.0f} / {row['gemm']['measured_3xtf32_us']:.0f} |")
-    for split, said in (("train", "fitted"), ("heldout", "held out")):
+    for split, said in (("train", "training layers"), ("heldout", "held out")):
         for kind, s in summary(judged, split).items():
             lines.append(f"- {kind}, {said}: gain within 5 points on {s['gain_agrees']} of {s['rows']}; "
                          f"3xTF32 time MAPE {100 * s['mape']:.1f}%")
