@@ -170,7 +170,7 @@ def fp32_accuracy(entry: dict) -> dict:
     return out
 
 
-def _accurate_runs(entry: dict, launch: str):
+def accurate_runs(entry: dict, launch: str):
     """(key, parsed key, median us, check) of each accurate run of `launch` at a precision the entry swept."""
     precisions = entry.get("precisions") or PRECISIONS
     for key, timing in entry["timings"].items():
@@ -181,15 +181,15 @@ def _accurate_runs(entry: dict, launch: str):
             yield key, parsed, timing["median_us"], entry["checks"][key]
 
 
-def _fastest_accurate(entry: dict, launch: str):
+def fastest_accurate(entry: dict, launch: str):
     """(key, parsed key, median us, check) of the fastest accurate run of `launch`, or None."""
-    return min(_accurate_runs(entry, launch), key=lambda r: r[2], default=None)
+    return min(accurate_runs(entry, launch), key=lambda r: r[2], default=None)
 
 
 def best_nonfused(entry: dict) -> dict | None:
     """The fastest accurate non-fused (graph-captured) build of a bench entry: variant, body, precision, time,
     error."""
-    best = _fastest_accurate(entry, "nonfused")
+    best = fastest_accurate(entry, "nonfused")
     if best is None:
         return None
     key, (_, variant, _, gemm, precision), us, check = best
@@ -200,7 +200,7 @@ def best_nonfused(entry: dict) -> dict | None:
 def best_fused(entry: dict) -> dict | None:
     """The fastest accurate fused run of a bench entry: mode, variant, body, precision, mapping, partition, time,
     error."""
-    best = _fastest_accurate(entry, "fused")
+    best = fastest_accurate(entry, "fused")
     if best is None:
         return None
     key, (_, variant, mode, gemm, precision), us, check = best

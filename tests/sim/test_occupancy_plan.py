@@ -159,7 +159,7 @@ def warp_rows() -> list[dict]:
     """The warp-tiled GEMM builds of the paper layers in each precision, read on the H200
     (docs/results/occupancy_device/warp_registers.py), as table rows that name their body (and their precision
     where it is not FP32)."""
-    rows, shaped, first = {}, [], {}
+    first, rows, shaped = {}, [], []
     for r in json.loads(WARP_MEASURED.read_text())["builds"]:
         if r["gemm"] != "warp":
             continue
@@ -168,12 +168,12 @@ def warp_rows() -> list[dict]:
                "vector_loads": [True, True], "gemm": "warp",
                **({"precision": r["precision"]} if r["precision"] != "fp32" else {}),
                "registers": {k: r["usage"][k][0] for k in KERNELS}}
-        if key not in rows:  # the first layer of a key speaks for every layer of it ...
-            rows[key] = row
+        if key not in first:  # the first layer of a key speaks for every layer of it ...
+            first[key] = r
+            rows.append(row)
         elif occupancy(r) != occupancy(first[key]):  # ... but one whose occupancy differs has its own row
             shaped.append({**row, "shape": r["shape"]})
-        first.setdefault(key, r)
-    return list(rows.values()) + shaped
+    return rows + shaped
 
 
 def occupancy(r: dict) -> dict:

@@ -7,7 +7,7 @@ CuPy compiles them (NVRTC, sm_90).
 A warp build is the layer's H200 partition widened by `megasim.contract.resources.warp_partition`, in F(2),
 F(4) and F(6), where `gemm_warp_tiled` allows; the register plan (`sim/contract/kernel_registers.json`) keys
 its rows by the GEMM body and its precision too, so the simulator sizes a warp build's SM slots with its own
-registers (YOLOv3-1's F(4) megakernel takes 118 in FP32 and more in 3xTF32: fewer blocks an SM).
+registers (YOLOv3-1's F(4) megakernel takes 122 in FP32 and 148 in 3xTF32: three blocks an SM, not four).
 Writes OUT/warp_usage.json: per build, each kernel's [registers, static shared bytes, driver blocks per SM].
 """
 import json

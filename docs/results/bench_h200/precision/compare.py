@@ -19,7 +19,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from megasim.app.bench_best import build_key, run_refusal, split_precision
+from megasim.app.bench_best import accurate_runs, build_key, split_precision
 from megasim.app.calibrate.tensor_law import WITHIN
 from megasim.contract.build import Build
 
@@ -39,9 +39,8 @@ def keyed(builds: list[dict], main_variant: int) -> dict[str, float]:
 
 
 def measured(entry: dict) -> dict[str, float]:
-    """Build key -> median us of every run bench accepted (raw-blockIdx and refused runs left out)."""
-    return {k: v["median_us"] for k, v in entry["timings"].items()
-            if v and v.get("median_us") is not None and k in entry["checks"] and run_refusal(entry, k) is None}
+    """Build key -> median us of every run bench accepted (`bench_best.accurate_runs`)."""
+    return {key: us for launch in ("fused", "nonfused") for key, _, us, _ in accurate_runs(entry, launch)}
 
 
 def layer_row(entry: dict, pred_builds: list[dict]) -> dict:

@@ -12,12 +12,12 @@ import math
 import sys
 from pathlib import Path
 
-from megasim.app.bench_best import _fastest_accurate
+from megasim.app.bench_best import fastest_accurate
 
 
 def best(entry: dict, precisions: tuple[str, ...]):
     """(key, median us, rel err) of the fastest accurate run, fused or not, at one of `precisions`."""
-    picks = [_fastest_accurate(dict(entry, precisions=list(precisions)), launch) for launch in ("fused", "nonfused")]
+    picks = [fastest_accurate(dict(entry, precisions=list(precisions)), launch) for launch in ("fused", "nonfused")]
     key, _, us, check = min((p for p in picks if p), key=lambda p: p[2])
     return key, us, check["rel_err"]
 
