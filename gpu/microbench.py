@@ -317,22 +317,24 @@ def measure_dispatch(b: _Bench, configs=None) -> list[dict]:
     return out
 
 
-SECTIONS = ("dram", "l2", "fp32", "atomics", "launch", "dispatch")
+SECTIONS = ("dram", "l2", "fp32", "mma_tf32", "atomics", "launch", "dispatch")
 
 
-def measure_hardware(reps: int = 10) -> dict:
-    """Every hardware section, in order; a section that fails records its error instead."""
+def measure_hardware(reps: int = 10, sections=SECTIONS) -> dict:
+    """Every hardware section of `sections`, in order; a section that fails records its error instead."""
     b = _Bench()
     res: dict = {}
     steps = {
         "dram": lambda: measure_dram(b, reps),
         "l2": lambda: measure_l2(b, reps),
         "fp32": lambda: measure_fp32(b, max(3, reps // 3)),
+        "mma_tf32": lambda: {**measure_mma_tf32(b, max(3, reps // 3)),
+                             "fp32_sm_clock_mhz": res.get("fp32", {}).get("sm_clock_mhz")},
         "atomics": lambda: measure_atomics(b, reps, res.get("fp32", {}).get("sm_clock_mhz") or 1980.0),
         "launch": lambda: measure_launch(b, reps),
         "dispatch": lambda: measure_dispatch(b),
     }
-    for name in SECTIONS:
+    for name in sections:
         t0 = time.perf_counter()
         try:
             res[name] = steps[name]()

@@ -1,7 +1,7 @@
 """Stage 4's input measured on the GPU at hand: every build of the paper layers' decision space, `<gpu>_builds.json`.
 
-Each paper layer's discrete builds (`contract.build.discrete_builds`: every launch, variant, mode and GEMM body at
-its partition-table partition and the paper's default mapping) are compiled in parallel and timed by
+Each paper layer's discrete builds (`contract.build.discrete_builds`: every launch, variant, mode, GEMM body and
+precision at its partition-table partition and the paper's default mapping) are compiled in parallel and timed by
 `bench_build.time_builds` (bench's method), a layer at a time; the file is rewritten after each layer, so a run
 stopped by its budget or killed continues where it stopped. Rows whose output held a NaN are left out; the
 layers the calibration runs hold out (`gpu_runs.HELDOUT_LAYERS`) are marked so.
@@ -14,13 +14,15 @@ from dataclasses import asdict
 from pathlib import Path
 
 from megasim.contract.build import with_partition, discrete_builds
+from megasim.contract.resources import PRECISIONS
 
 
 def _rows(layer, rows: list[dict], heldout, defaults: dict) -> list[dict]:
     split = "heldout" if layer.name in heldout else "train"
     return [{"layer": asdict(layer), "partition": r["partition"], "strategy": r["strategy"],
              "params": r["options"] or defaults, "launch": r["launch"],
-             "variant": r["variant"], "mode": r["mode"], "gemm": r["gemm"], "us": round(r["measured_us"], 3),
+             "variant": r["variant"], "mode": r["mode"], "gemm": r["gemm"], "precision": r.get("precision", "fp32"),
+             "us": round(r["measured_us"], 3),
              "split": split}
             for r in rows if r.get("measured_us") and not r.get("nan_count")]
 
@@ -52,7 +54,7 @@ def measure_builds(gpu: str, path, reps: int = 20, layers=None, budget_s: float 
         layer = load_layer(name)
         own = partition_for(layer, gpu)
         cands = [Candidate(with_partition(b, layer, own), "paper", defaults if b.launch == "fused" else ())
-                 for b in discrete_builds(layer, own)]
+                 for b in discrete_builds(layer, own, PRECISIONS)]
         rows = time_builds(layer, cands, reps, workers=min(16, os.cpu_count() or 1))
         doc["builds"] += _rows(layer, rows, HELDOUT_LAYERS, dict(defaults))
         with write_then_rename(path) as tmp:

@@ -29,7 +29,7 @@ def _write(path: Path, doc: dict) -> str:
     return str(path)
 
 
-PARTS = ("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "corpus")
+PARTS = ("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "tensor_core", "corpus")
 CORPUS_SUBSET = 32  # generated corpus shapes a calibration measures: 12 of them held out, for its report
 
 
@@ -40,7 +40,7 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
     at most the case it was measuring), so the same call again continues: <gpu>_micro.json (hardware and the
     task microbenchmarks), <gpu>_runs.json and <gpu>_trace_resnet2.json, <gpu>_trace_sample.npz
     (`trace_sample_runs`), <gpu>_kernel_graph_times.jsonl (`kernel_graph_runs`), <gpu>_builds.json
-    (`builds_runs`) and <gpu>_corpus.jsonl (`corpus_runs`, the first `corpus` shapes)."""
+    (`builds_runs`), <gpu>_tensor_core.json (`tensor_core_runs`) and <gpu>_corpus.jsonl (`corpus_runs`, the first `corpus` shapes)."""
     header = functools.cache(make_header)  # the device is asked only by a part that measures
     gpu_name = gpu_name or gpu_short_name(header()["device"])
     out = Path(out_dir)
@@ -59,9 +59,20 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
 
 
 def _hardware(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    """<gpu>_micro.json; one written before a hardware section existed gets that section added, so an older raw
+    folder resumes instead of re-measuring."""
+    from megasim.gpu.microbench import SECTIONS
     path = out / f"{gpu}_micro.json"
-    if path.exists() and (json.loads(path.read_text()).get("tasks") or not tasks):
-        return True
+    if path.exists():
+        micro = json.loads(path.read_text())
+        missing = [s for s in SECTIONS if s not in micro]
+        if missing:
+            micro.update(measure_hardware(reps, sections=missing))
+            added = {k: header()[k] for k in ("date_utc", "kernel_build")}
+            micro["header"].setdefault("sections_added", {}).update({s: added for s in missing})
+            _write(path, micro)
+        if micro.get("tasks") or not tasks:
+            return True
     micro = {"header": header(), **measure_hardware(reps)}
     micro.setdefault("dispatch_summary", {})
     micro["tasks"] = []
@@ -101,13 +112,18 @@ def _builds(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
     return measure_builds(gpu, out / f"{gpu}_builds.json", reps, layers, budget_s)["left"] == 0
 
 
+def _tensor_core(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.tensor_core_runs import measure_tensor_core
+    return measure_tensor_core(gpu, out / f"{gpu}_tensor_core.json", reps, layers, budget_s)["left"] == 0
+
+
 def _corpus(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
     from megasim.app.calibrate.corpus_runs import measure_corpus
     return corpus < 1 or measure_corpus(gpu, out / f"{gpu}_corpus.jsonl", corpus, reps, budget_s)["left"] == 0
 
 
 _MEASURES = {"hardware": _hardware, "runs": _runs, "trace_sample": _trace_sample, "kernel_graph": _kernel_graph,
-             "builds": _builds, "corpus": _corpus}
+             "builds": _builds, "tensor_core": _tensor_core, "corpus": _corpus}
 
 
 def main(argv=None) -> int:

@@ -102,7 +102,8 @@ def load_builds(path) -> tuple[dict, list[dict]]:
     header, rows = _checked_rows(path, "builds", BuildsFile, "timed build")
     for i, row in enumerate(rows):
         try:
-            Build(row["launch"], row.get("variant", 4), row.get("mode", "static"), row.get("gemm", "generic"))
+            Build(row["launch"], row.get("variant", 4), row.get("mode", "static"), row.get("gemm", "generic"),
+                  precision=row.get("precision", "fp32"))
         except MegasimError as exc:
             raise MegasimError(f"{path}: builds[{i}]: {exc}") from None
     return header, rows

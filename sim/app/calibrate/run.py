@@ -18,7 +18,7 @@ from megasim.app.calibrate.fused_dram import USABLE_L2_FRACTION
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.builds_fit import fit_builds
 from megasim.app.calibrate.builds import validate_builds
-from megasim.app.calibrate.tensor_law import load_tensor_core, tensor_stage
+from megasim.app.calibrate.tensor_law import load_tensor_core, tensor_rates, tensor_stage
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
 from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, check_raw, corpus_runs, load_corpus,
@@ -113,6 +113,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
     builds = load_builds(paths["builds"])[1] if sharing == "resident" and paths["builds"].exists() else []
     tensor = load_tensor_core(paths["tensor_core"]) if builds and paths["tensor_core"].exists() else []
+    rates = tensor_rates(micro, paths["micro"]) if tensor else None
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
     if trace is not None:
@@ -140,7 +141,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
                                  dram_access_efficiency=dram, step_cycles=step, block_fixed_cycles=fixed)
         fused, err = fit_fused(runs + corpus, spec2, pool=pool, tick=tick, **stage3)
         log(f"stage 3 (megakernel): {fused}, rms log error {math.sqrt(err):.3f}")
-        whole, later, used = _whole_builds(builds, tensor, paths, spec2.with_model(**fused), pool, log)
+        whole, later, used = _whole_builds(builds, tensor, paths, spec2.with_model(**fused), pool, log, rates)
     profile = CalibrationProfile(
         gpu=spec.name, hardware=hw,
         model={"laws": [law.name for law in spec1.model.laws], **model, "compute_efficiency": eff,
@@ -153,12 +154,13 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     return profile
 
 
-def _whole_builds(builds: list[dict], tensor: list[dict], paths: dict, spec, pool, log) -> tuple[dict, dict, list]:
+def _whole_builds(builds: list[dict], tensor: list[dict], paths: dict, spec, pool, log, rates=None
+                  ) -> tuple[dict, dict, list]:
     """Stages 4 and 5: ([model] entries, [fit] entries, the raw files they read). The 3xTF32 law's efficiencies
     are ratios to the FFMA warp body's, so stage 5 fits over the warp body laws stage 4 fits (and runs only
     where there are builds)."""
     whole, stage4 = fit_builds(builds, spec, pool=pool, log=log)
-    law, stage5 = tensor_stage(tensor, spec.with_model(**whole), pool, log)
+    law, stage5 = tensor_stage(tensor, spec.with_model(**whole), pool, log, rates)
     files = [paths[k] for k, rows in (("builds", builds), ("tensor_core", tensor)) if rows]
     return {**whole, **law}, {**({"stage4_rms_log_error": stage4} if stage4 else {}), **stage5}, files
 

@@ -117,11 +117,28 @@ def _times(rows: list[dict], spec, cases, pool) -> list[list[float]]:
     return [flat[i:i + len(cases)] for i in range(0, len(flat), len(cases))]
 
 
-def with_law(spec, efficiency: float, fused: float = 0.0, latency: float = 1.0):
-    """`spec` with the law at these constants (0 fused: the GEMM kernel's efficiency), after any laws it has."""
+def with_law(spec, efficiency: float, fused: float = 0.0, latency: float = 1.0, rates: dict | None = None):
+    """`spec` with the law at these constants (0 fused: the GEMM kernel's efficiency) and the GPU's measured
+    `rates` (`tensor_rates`; the law's declared defaults where None), after any laws it has."""
     names = [x.name for x in spec.model.laws if x.name != LAW] + [LAW]
-    return spec.with_model(laws=names, **{LAW: {"efficiency_ratio": efficiency, "fused_efficiency_ratio": fused,
-                                                "latency_ratio": latency}})
+    return spec.with_model(laws=names, **{LAW: {**(rates or {}), "efficiency_ratio": efficiency,
+                                                "fused_efficiency_ratio": fused, "latency_ratio": latency}})
+
+
+def tensor_rates(micro: dict, path) -> dict:
+    """The law's rate constants measured on this GPU (`<gpu>_micro.json`): mma.sync's TF32 FLOP per cycle per SM,
+    and the SM clock it keeps under tensor load over the clock under FFMA load (the FFMA run just before it, else
+    the file's fp32 section). One MegasimError naming the
+    missing section and the command that measures it."""
+    mma, fp32 = micro.get("mma_tf32") or {}, micro.get("fp32") or {}
+    rate, mma_mhz = mma.get("flop_per_cycle_per_sm"), mma.get("sm_clock_mhz")
+    fp32_mhz = mma.get("fp32_sm_clock_mhz") or fp32.get("sm_clock_mhz")  # the FFMA clock of the same run first
+    if not (rate and mma_mhz and fp32_mhz):
+        raise MegasimError(f"{path}: the 3xTF32 law needs the tensor cores' measured rate (section mma_tf32, with "
+                           "fp32's sm_clock_mhz), which this file lacks; on the GPU, `megasim calibrate --gpu NAME "
+                           "--raw DIR` adds it to the raw folder")
+    return {"tf32_flop_per_cycle_per_sm": round(float(rate), 2),
+            "tensor_clock_ratio": round(float(mma_mhz) / float(fp32_mhz), 4)}
 
 
 def gain_error(predicted_3xtf32: float, predicted_fp32: float, row: dict, kind: str) -> float:
@@ -180,18 +197,20 @@ def summary(judged: list[dict], split: str) -> dict:
     return out
 
 
-def fit_tensor_law(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, dict, list[dict]]:
-    """({"laws": the model's laws and the law, the law: its three fitted constants}, the errors [fit] records,
-    the judged rows) of checked rows (`load_tensor_core`) over the fitted FP32 model `spec`."""
+def fit_tensor_law(rows: list[dict], spec, pool=None, log=print, rates: dict | None = None
+                   ) -> tuple[dict, dict, list[dict]]:
+    """({"laws": the model's laws and the law, the law: its measured `rates` and three fitted constants}, the
+    errors [fit] records, the judged rows) of checked rows (`load_tensor_core`) over the fitted FP32 model
+    `spec`."""
     train = [r for r in rows if r["split"] == "train"]
     train = [r for r in train if r["variant"] == FIT_VARIANT] or train
-    gemm = fitter(train, "gemm", spec, lambda e, r: with_law(spec, e, latency=r), pool)
+    gemm = fitter(train, "gemm", spec, lambda e, r: with_law(spec, e, latency=r, rates=rates), pool)
     eff, latency = refine(gemm, refine(gemm, min(PAIRS, key=lambda v: gemm(*v)), 0), 1)
     eff_err = gemm(eff, latency)
-    fused_of = fitter(train, "fused", spec, lambda v: with_law(spec, eff, v, latency), pool)
+    fused_of = fitter(train, "fused", spec, lambda v: with_law(spec, eff, v, latency, rates), pool)
     (fused,) = refine(fused_of, (min(COARSE, key=fused_of),), 0)
     fused_err = fused_of(fused)
-    judged = judge(rows, spec, with_law(spec, eff, fused, latency), pool)
+    judged = judge(rows, spec, with_law(spec, eff, fused, latency, rates), pool)
     held = summary(judged, "heldout")
     names = sorted({r["layer"] for r in rows if r["split"] == "heldout"})
     log(f"stage 5 (3xTF32 GEMM, {len(train)} builds): efficiency_ratio {eff}, latency_ratio {latency}, "
@@ -201,17 +220,18 @@ def fit_tensor_law(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, 
     errors = {"gemm_gain": round(eff_err, 4), "fused_gain": round(fused_err, 4),
               **{f"heldout_{k}": round(s["mean_abs_log_error"], 4) for k, s in held.items()}}
     model = {"laws": [x.name for x in spec.model.laws if x.name != LAW] + [LAW],
-             LAW: {"efficiency_ratio": eff, "fused_efficiency_ratio": fused, "latency_ratio": latency}}
+             LAW: {**(rates or {}), "efficiency_ratio": eff, "fused_efficiency_ratio": fused,
+                   "latency_ratio": latency}}
     return model, errors, judged
 
 
-def tensor_stage(rows: list[dict], spec, pool=None, log=print) -> tuple[dict, dict]:
+def tensor_stage(rows: list[dict], spec, pool=None, log=print, rates: dict | None = None) -> tuple[dict, dict]:
     """What stage 5 adds to the profile: ([model] entries, [fit] entries); both empty without rows (the raw
     folder has no `<gpu>_tensor_core.json`): no law."""
     if not rows:
         return {}, {}
-    model, errors, _ = fit_tensor_law(rows, spec, pool, log)
+    model, errors, _ = fit_tensor_law(rows, spec, pool, log, rates)
     return model, {"stage5_mean_abs_log_error": errors}
 
 
-__all__ = ["LAW", "fit_tensor_law", "load_tensor_core", "summary", "tensor_stage", "with_law"]
+__all__ = ["LAW", "fit_tensor_law", "load_tensor_core", "summary", "tensor_rates", "tensor_stage", "with_law"]
