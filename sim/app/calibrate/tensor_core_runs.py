@@ -132,7 +132,7 @@ def measure_tensor_core(gpu: str, path, reps: int = 20, layers=None, budget_s: f
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             list(pool.map(_compile, [(gpu, n, m, p) for n, m in todo for p in ("fp32", "3xtf32")]))
         log(f"[tensor_core] compiled {2 * len(todo)} builds in {time.perf_counter() - t0:.0f} s")
-    cp = require_cupy()
+    cp = require_cupy() if todo else None
     finished = 0
     for name, m in todo:
         if time.perf_counter() - t0 > budget_s:
