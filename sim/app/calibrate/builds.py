@@ -117,12 +117,19 @@ def decision_summary(rows: list[dict]) -> dict:
             "clear_calls": len(clear), "clear_calls_right": sum(p["call_right"] for p in clear)}
 
 
-def builds_section(rows: list[dict], unpredicted: int = 0) -> list[str]:
-    """The report's section on predicted builds: the error per kind of build, then the pick per layer."""
+PAPER = ("## Every build bench measured: which one to run", "paper layers", "`<gpu>_builds.json`")
+CORPUS = ("## Every build of the held-out corpus shapes: which one to run", "held-out corpus shapes, which no fit "
+          "read,", "`<gpu>_corpus_builds.json`")
+
+
+def builds_section(rows: list[dict], unpredicted: int = 0, what: tuple = PAPER) -> list[str]:
+    """The report's section on predicted builds: the error per kind of build, then the pick per layer. `what`:
+    the section's title, what the layers are and the file (`PAPER`, `CORPUS`)."""
     kinds = sorted({(r["launch"], r["mode"], r["gemm"], r.get("precision", "fp32")) for r in rows})
-    lines = ["## Every build bench measured: which one to run", "",
-             f"{len(rows)} builds of {len({r['layer']['name'] for r in rows})} paper layers, each at the layer's "
-             "partition (widened for the warp GEMM body) and paper mapping (`<gpu>_builds.json`). The warp body's "
+    title, layers, source = what
+    lines = [title, "",
+             f"{len(rows)} builds of {len({r['layer']['name'] for r in rows})} {layers} each at the layer's "
+             f"partition (widened for the warp GEMM body) and paper mapping ({source}). The warp body's "
              "laws are fitted on the training layers' static FP32 builds (`megasim.app.calibrate.body_law`), the "
              "3xTF32 law on `<gpu>_tensor_core.json` (`tensor_law`)."
              + (f" {unpredicted} measured builds are left out: this profile has no law for their precision."
@@ -156,7 +163,7 @@ def builds_section(rows: list[dict], unpredicted: int = 0) -> list[str]:
     return lines
 
 
-def validate_builds(rows: list[dict], spec, jobs: int, out, profile: str) -> list[str]:
+def validate_builds(rows: list[dict], spec, jobs: int, out, profile: str, what: tuple = PAPER) -> list[str]:
     """`validate`'s part: every build whose precision the model predicts, predicted under `spec` (written to
     `out` as JSON), and its section."""
     import json
@@ -168,4 +175,4 @@ def validate_builds(rows: list[dict], spec, jobs: int, out, profile: str) -> lis
     with write_then_rename(out) as tmp:
         tmp.write_text(json.dumps({"profile": profile, "builds": built, "summary": decision_summary(built)},
                                   indent=0) + "\n")
-    return builds_section(built, len(rows) - len(known))
+    return builds_section(built, len(rows) - len(known), what)

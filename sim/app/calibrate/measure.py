@@ -29,7 +29,8 @@ def _write(path: Path, doc: dict) -> str:
     return str(path)
 
 
-PARTS = ("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "tensor_core", "corpus")
+PARTS = ("hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "tensor_core", "corpus",
+         "corpus_builds")
 CORPUS_SUBSET = 32  # generated corpus shapes a calibration measures: 12 of them held out, for its report
 
 
@@ -40,7 +41,8 @@ def calibrate_measure(gpu_name: str | None, out_dir: str, reps: int = 20, *, par
     at most the case it was measuring), so the same call again continues: <gpu>_micro.json (hardware and the
     task microbenchmarks), <gpu>_runs.json and <gpu>_trace_resnet2.json, <gpu>_trace_sample.npz
     (`trace_sample_runs`), <gpu>_kernel_graph_times.jsonl (`kernel_graph_runs`), <gpu>_builds.json
-    (`builds_runs`), <gpu>_tensor_core.json (`tensor_core_runs`) and <gpu>_corpus.jsonl (`corpus_runs`, the first `corpus` shapes)."""
+    (`builds_runs`), <gpu>_tensor_core.json (`tensor_core_runs`), <gpu>_corpus.jsonl (`corpus_runs`, the first `corpus` shapes) and
+    <gpu>_corpus_builds.json (every build of those shapes that are held out, which judges the pick)."""
     header = functools.cache(make_header)  # the device is asked only by a part that measures
     gpu_name = gpu_name or gpu_short_name(header()["device"])
     out = Path(out_dir)
@@ -122,8 +124,15 @@ def _corpus(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
     return corpus < 1 or measure_corpus(gpu, out / f"{gpu}_corpus.jsonl", corpus, reps, budget_s)["left"] == 0
 
 
+def _corpus_builds(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
+    from megasim.app.calibrate.builds_runs import measure_corpus_builds
+    return corpus < 1 or measure_corpus_builds(gpu, out / f"{gpu}_corpus_builds.json", reps, corpus,
+                                               budget_s)["left"] == 0
+
+
 _MEASURES = {"hardware": _hardware, "runs": _runs, "trace_sample": _trace_sample, "kernel_graph": _kernel_graph,
-             "builds": _builds, "tensor_core": _tensor_core, "corpus": _corpus}
+             "builds": _builds, "tensor_core": _tensor_core, "corpus": _corpus,
+             "corpus_builds": _corpus_builds}
 
 
 def main(argv=None) -> int:

@@ -59,7 +59,29 @@ class CalibrationProfile:
         now = kernel_build_hash()
         if fitted and fitted != now and now not in self.provenance.get("revalidated_builds", []):
             return f"profile fitted on kernel build {fitted}, the kernels here are build {now}: predictions may be stale"
-        return None
+        return self.predates()
+
+    def predates(self) -> str | None:
+        """A line naming the laws this package's calibration fits that the profile lacks, or None: a profile
+        fitted before a law existed is stale whatever its kernel build, since re-validating the kernels' text
+        says nothing of a model that has moved on since."""
+        missing = [n for n in MODEL_LAWS.names() if n not in self.model.get("laws", [])]
+        if not missing:
+            return None
+        return (f"profile fitted before the laws {', '.join(missing)} that calibration now fits: stale, refit it "
+                f"(`megasim calibrate --gpu {self.gpu}`)")
+
+    def unpredicted(self) -> str | None:
+        """A line naming the part of the decision space this profile predicts nothing for, or None."""
+        from megasim.engine.blocks import predicted_precisions
+        from megasim.contract.resources import PRECISIONS
+        spec_model = model_from_table(self.model, f"calibration profile for {self.gpu}")
+        lacking = [p for p in PRECISIONS if p not in predicted_precisions(spec_model)]
+        return (f"this profile predicts no {'/'.join(lacking)} build: picks are FP32 only" if lacking else None)
+
+    def warnings(self) -> list[str]:
+        """Every line a user of this profile should see: what it cannot predict, and why it may be stale."""
+        return [w for w in (self.unpredicted(), self.stale()) if w]
 
 
 def profile_path(gpu: str, root: Path = SCENARIOS) -> Path:
@@ -216,8 +238,8 @@ def simulation_model(name: str, uncalibrated: bool = False, profile=None):
             f"{profile.gpu}) replacing the file's" if own else f"over datasheet spec {spec_shown}")
     note = (f"calibrated profile {shown_path(path)} ({given}kernel build {profile.provenance.get('kernel_build', '?')}, "
             f"{profile.provenance.get('date', '?')}) {over}")
-    stale = profile.stale()
-    return profile.apply(spec), note + (f"; WARNING: {stale}" if stale else ""), profile.uncertainty or None
+    warnings = "".join(f"; WARNING: {w}" for w in profile.warnings())
+    return profile.apply(spec), note + warnings, profile.uncertainty or None
 
 
 def gpu_for_simulation(name: str, uncalibrated: bool = False, profile=None) -> tuple[GPUModel, str]:

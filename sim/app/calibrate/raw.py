@@ -40,13 +40,15 @@ def raw_paths(raw_dir, gpu: str) -> dict:
     return {"micro": raw / f"{gpu}_micro.json", "runs": raw / f"{gpu}_runs.json",
             "trace": raw / f"{gpu}_trace_resnet2.json", "corpus": raw / f"{gpu}_corpus.jsonl",
             "kernel_graph": raw / f"{gpu}_kernel_graph_times.jsonl", "trace_sample": default_sample(raw, gpu),
-            "builds": raw / f"{gpu}_builds.json", "tensor_core": raw / f"{gpu}_tensor_core.json"}
+            "builds": raw / f"{gpu}_builds.json", "tensor_core": raw / f"{gpu}_tensor_core.json",
+            "corpus_builds": raw / f"{gpu}_corpus_builds.json"}
 
 
 # Which collector part of `calibrate_measure` makes each raw file the fit reads, and whether the fit needs it.
 MAKERS = {"micro": ("hardware", True), "runs": ("runs", True), "trace": ("runs", False),
           "trace_sample": ("trace_sample", False), "kernel_graph": ("kernel_graph", False),
-          "builds": ("builds", False), "corpus": ("corpus", False)}
+          "builds": ("builds", False), "tensor_core": ("tensor_core", False), "corpus": ("corpus", False),
+          "corpus_builds": ("corpus_builds", False)}
 
 
 def check_raw(paths: dict, gpu: str, raw_dir, resident: bool, sample_given: bool = False) -> None:

@@ -17,7 +17,7 @@ from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_pro
 from megasim.app.calibrate.fused_dram import USABLE_L2_FRACTION
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.builds_fit import fit_builds
-from megasim.app.calibrate.builds import validate_builds
+from megasim.app.calibrate.builds import CORPUS, validate_builds
 from megasim.app.calibrate.tensor_law import load_tensor_core, tensor_rates, tensor_stage
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
@@ -258,6 +258,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     attach_graph_kernels(runs, paths["kernel_graph"])
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
     builds = load_builds(paths["builds"])[1] if paths["builds"].exists() else []
+    corpus_builds = load_builds(paths["corpus_builds"])[1] if corpus and paths["corpus_builds"].exists() else []
     micro = load_micro(paths["micro"]) if paths["micro"].exists() else None
     corpus_lines = load_corpus(paths["corpus"]) if corpus and paths["corpus"].exists() else None
     replay_inputs = load_replay_inputs(raw, gpu) if same_gpu else None
@@ -279,6 +280,8 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     extra += replay
     extra += validate_builds(builds, spec, jobs, out / "results" / "calibration" / f"builds_predictions_{gpu}.json",
                              str(profile_path)) if builds else []
+    extra += validate_builds(corpus_builds, spec, jobs, out / "results" / "calibration" /
+                             f"corpus_builds_predictions_{gpu}.json", str(profile_path), CORPUS) if corpus_builds else []
     extra += (_kernel_section(rows) + _winner_margins(rows, summary) + reach_section(rows, corpus_rows)
               + _interval_section(interval) + _profile_section(profile))
     if micro is not None:

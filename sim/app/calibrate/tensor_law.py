@@ -1,5 +1,5 @@
 """Stage 5: the `tensor_core_gemm` law's constants, from the 3xTF32 GEMM body measured beside the FFMA one
-(`<gpu>_tensor_core.json`, written by docs/results/tensor_core/measure.py).
+(`<gpu>_tensor_core.json`, written by `megasim calibrate`, its part `tensor_core`: `tensor_core_runs`).
 
 The law's rate constants are measured apart (mma.sync's rate and the clock under tensor load are its
 defaults); what only the built body shows is the share of that rate it reaches, against the FFMA body's share
@@ -41,7 +41,7 @@ FIT_VARIANT = 4  # the variant the constants are fitted on, where the file has i
 PAIRS = tuple((e, r) for e in (0.6, 0.7, 0.8, 0.9, 1.0) for r in (0.6, 0.7, 0.8, 0.9, 1.0))  # (efficiency, latency)
 WITHIN = 0.05  # a predicted gain over FP32 "agrees" within 5 points of the measured one
 WHAT = ("a JSON object with \"rows\": [...], one per layer with its layer, variant, partition and the fp32 and "
-        "3xtf32 gemm_us, nonfused_us and fused_us, as docs/results/tensor_core/measure.py writes it")
+        "3xtf32 gemm_us, nonfused_us and fused_us, as `megasim calibrate` writes it (`tensor_core_runs`)")
 
 
 @dataclass(kw_only=True)

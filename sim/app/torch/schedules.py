@@ -57,6 +57,22 @@ class ScheduleWarning(UserWarning):
     """A cached schedule was made for other kernels and is being searched again."""
 
 
+class ProfileWarning(UserWarning):
+    """The calibrated profile a search runs on predicts part of the decision space not at all, or is stale."""
+
+
+_warned_profiles: set = set()
+
+
+def _warn_profile(gpu: str, note: str) -> None:
+    """The profile's warnings (`CalibrationProfile.warnings`, carried in the model note), once per GPU a process."""
+    lines = note.split("; WARNING: ")[1:]
+    if lines and gpu not in _warned_profiles:
+        _warned_profiles.add(gpu)
+        warnings.warn(f"megasim.torch searches schedules on the {gpu} profile: " + "; ".join(lines), ProfileWarning,
+                      stacklevel=3)
+
+
 def shape_name(shape) -> str:
     return "x".join(str(int(v)) for v in shape)
 
@@ -163,6 +179,7 @@ def search_schedule(shape, gpu_name: str, budget: int, variants=(2, 4), jobs: in
     from megasim.app.search.space import build_space, legal_points
     from megasim.gpu.backend import kernel_build_hash
     gpu, note, intervals = simulation_model(gpu_name)
+    _warn_profile(gpu.name, note)
     layer = Schedule(shape, 4, Partition(), "static", "paper").layer
     space = build_space("paper", partition_for(layer, gpu.name), {"variant": tuple(variants)}, layer)
     problem = Problem.at_default(layer, gpu, "paper", space, intervals)
