@@ -20,7 +20,8 @@ from megasim.contract.problem import Layer, Partition, WinogradVariant
 
 from ..conftest import CALIBRATION_RAW
 
-MICRO_KEYS = {"header", "dram", "l2", "fp32", "atomics", "launch", "dispatch", "dispatch_summary", "tasks"}
+MICRO_KEYS = {"header", "dram", "l2", "fp32", "mma_tf32", "atomics", "launch", "dispatch", "dispatch_summary",
+              "tasks"}
 HEADER_KEYS = {"device", "driver", "driver_version", "runtime_version", "cupy_version", "git_commit",
                "kernel_build", "date_utc", "schema_version"}
 
@@ -171,6 +172,22 @@ def test_calibrate_measure_writes_the_three_files_and_then_skips_them(tmp_path, 
     assert measure.calibrate_measure("h200", str(tmp_path), 20, parts=("hardware", "runs")) == status
     not_begun = dict.fromkeys([p for p in measure.PARTS if p != "tasks"], "left")
     assert measure.calibrate_measure("h200", str(tmp_path), 20, budget_s=0) == not_begun
+
+
+def test_a_micro_file_from_before_a_section_existed_gets_that_section_alone(tmp_path, monkeypatch):
+    """A raw folder measured before the tensor cores' section resumes: only the missing section is measured,
+    and the header says when it was added."""
+    header = {k: "x" for k in HEADER_KEYS} | {"schema_version": 1}
+    old = {s: {"old": 1} for s in mb.SECTIONS if s != "mma_tf32"} | {"header": header, "tasks": [{"op": "gemm"}]}
+    (tmp_path / "h100_micro.json").write_text(json.dumps(old))
+    asked = []
+    monkeypatch.setattr(measure, "make_header", lambda: dict(header))
+    monkeypatch.setattr(measure, "measure_hardware",
+                        lambda reps, sections: asked.append(sections) or {s: {"new": 1} for s in sections})
+    assert measure.calibrate_measure("h100", str(tmp_path), 20, parts=("hardware", "tasks")) == {"hardware": "done"}
+    micro = json.loads((tmp_path / "h100_micro.json").read_text())
+    assert asked == [["mma_tf32"]] and micro["mma_tf32"] == {"new": 1} and micro["fp32"] == {"old": 1}
+    assert micro["header"]["sections_added"]["mma_tf32"] == {"date_utc": "x", "kernel_build": "x"}
 
 
 @pytest.mark.gpu

@@ -139,12 +139,31 @@ def test_bad_profile_is_refused(tmp_path):
 
 def test_a_profile_is_stale_on_other_kernels_unless_revalidated_on_them():
     from megasim.app.calibrate.profile import CalibrationProfile
+    from megasim.engine.laws import MODEL_LAWS
     from megasim.gpu.backend import kernel_build_hash
-    old = CalibrationProfile(gpu="h200", provenance={"kernel_build": "000000000000"})
+    every_law = {"laws": MODEL_LAWS.names()}
+    old = CalibrationProfile(gpu="h200", model=every_law, provenance={"kernel_build": "000000000000"})
     assert "fitted on kernel build 000000000000" in old.stale()
-    revalidated = CalibrationProfile(gpu="h200", provenance={"kernel_build": "000000000000",
-                                                             "revalidated_builds": [kernel_build_hash()]})
+    revalidated = CalibrationProfile(gpu="h200", model=every_law,
+                                     provenance={"kernel_build": "000000000000",
+                                                 "revalidated_builds": [kernel_build_hash()]})
     assert revalidated.stale() is None
+
+
+def test_a_profile_without_a_law_calibration_now_fits_is_stale_even_when_revalidated():
+    """Re-validating the kernels' text says nothing of a model that has moved on: a profile fitted before a law
+    existed is stale, and one without the 3xTF32 law says its picks are FP32 only."""
+    from megasim.app.calibrate.profile import CalibrationProfile
+    from megasim.engine.laws import MODEL_LAWS
+    from megasim.gpu.backend import kernel_build_hash
+    older = [n for n in MODEL_LAWS.names() if n not in ("queue_pop", "tensor_core_gemm")]
+    profile = CalibrationProfile(gpu="h100", model={"laws": older},
+                                 provenance={"kernel_build": kernel_build_hash()})
+    assert "queue_pop, tensor_core_gemm" in profile.stale() and "megasim calibrate --gpu h100" in profile.stale()
+    assert profile.warnings()[0] == "this profile predicts no 3xtf32 build: picks are FP32 only"
+    current = CalibrationProfile(gpu="h100", model={"laws": MODEL_LAWS.names()},
+                                 provenance={"kernel_build": kernel_build_hash()})
+    assert current.warnings() == []
 
 
 def test_stage2_skips_runs_whose_kernel_times_disagree_with_their_pipeline():

@@ -14,7 +14,7 @@ from megasim.app.calibrate.measure import PARTS
 
 def test_the_parts_are_balanced_over_the_gpus_with_the_microbenchmarks_first():
     parts = [p for p in PARTS if p != "tasks"]
-    assert spread.plan(parts, 1) == [["hardware", "builds", "trace_sample", "corpus", "runs", "kernel_graph"]]
+    assert spread.plan(parts, 1)[0][0] == "hardware" and sorted(spread.plan(parts, 1)[0]) == sorted(parts)
     two = spread.plan(parts, 2)
     assert two[0][0] == "hardware" and sorted(sum(two, [])) == sorted(parts)
     loads = [sum(spread.SECONDS[p] for p in g) for g in two]

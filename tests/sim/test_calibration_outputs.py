@@ -74,7 +74,7 @@ def test_a_profile_fitted_on_the_committed_measurements_carries_their_revalidati
     header = json.loads((CALIBRATION_RAW / "h200_runs.json").read_text())["header"]
     prov = _provenance([CALIBRATION_RAW / "h200_runs.json"], header, tmp_path / "new.toml", "h200")
     assert prov["revalidated_builds"] == load_profile(profile_path("h200")).provenance["revalidated_builds"]
-    assert CalibrationProfile("h200", provenance=prov).stale() is None
+    assert CalibrationProfile("h200", model=load_profile(profile_path("h200")).model, provenance=prov).stale() is None
 
 
 def _validate(tmp_path, monkeypatch, capsys, profile, scale=1.0):
@@ -142,6 +142,8 @@ def test_a_gpu_without_a_spec_gets_one_written_from_the_device_and_its_profile_b
     held = {"mape": {"heldout": {"fused": 0.044, "nonfused": 0.025}}, "corpus": {"fused_mape": 0.06,
                                                                                    "nonfused_mape": 0.04}}
     monkeypatch.setattr("megasim.app.calibrate.run.validate_profile", lambda *a, **k: held)
+    # the committed H200 folder has no <gpu>_corpus_builds.json (validation data, no fit reads it)
+    monkeypatch.setattr("megasim.app.calibrate.builds_runs.measure_corpus_builds", lambda *a, **k: {"left": 0})
     out = tmp_path / "newgpu.toml"
     assert main(["calibrate", "--gpu", "newgpu", "--raw", str(raw), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

@@ -34,8 +34,9 @@ def test_the_collectors_cases_are_the_committed_samples():
 def test_calibrate_measures_every_raw_file_the_fit_reads():
     import inspect
     parts = inspect.signature(calibrate_measure).parameters["parts"].default
-    assert set(parts) == {"hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "corpus"}
-    assert {maker for maker, _ in MAKERS.values()} <= set(parts)
+    assert set(parts) == {"hardware", "tasks", "runs", "trace_sample", "kernel_graph", "builds", "tensor_core",
+                          "corpus", "corpus_builds"}
+    assert {maker for maker, _ in MAKERS.values()} == set(parts) - {"tasks"}
 
 
 def test_a_partial_raw_folder_names_what_is_missing_and_the_command_that_measures_it(tmp_path, capsys):

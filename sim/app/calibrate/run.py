@@ -17,7 +17,7 @@ from megasim.app.calibrate.fit import fit_compute_efficiency, fit_fused, fit_pro
 from megasim.app.calibrate.fused_dram import USABLE_L2_FRACTION
 from megasim.app.calibrate.jobs import progress as progress_bar
 from megasim.app.calibrate.builds_fit import fit_builds
-from megasim.app.calibrate.builds import CORPUS, validate_builds
+from megasim.app.calibrate.builds import CORPUS, PAPER, validate_builds
 from megasim.app.calibrate.tensor_law import load_tensor_core, tensor_rates, tensor_stage
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
@@ -111,9 +111,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     corpus = corpus_runs(paths["corpus"])
     graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
-    builds = load_builds(paths["builds"])[1] if sharing == "resident" and paths["builds"].exists() else []
-    tensor = load_tensor_core(paths["tensor_core"]) if builds and paths["tensor_core"].exists() else []
-    rates = tensor_rates(micro, paths["micro"]) if tensor else None
+    builds, tensor, rates = _whole_build_inputs(paths, micro, sharing)
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
     if trace is not None:
@@ -152,6 +150,14 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
         fit={"stage2_kernel_rms_log_error": kernel_errors, "stage3_rms_log_error": round(math.sqrt(err), 4), **later})
     save_profile(profile, out)
     return profile
+
+
+def _whole_build_inputs(paths: dict, micro: dict, sharing: str) -> tuple[list, list, dict | None]:
+    """Stages 4 and 5's inputs, each checked before any simulating: the builds (resident form only), the 3xTF32
+    rows (where there are builds) and the tensor cores' measured rates they need."""
+    builds = load_builds(paths["builds"])[1] if sharing == "resident" and paths["builds"].exists() else []
+    tensor = load_tensor_core(paths["tensor_core"]) if builds and paths["tensor_core"].exists() else []
+    return builds, tensor, (tensor_rates(micro, paths["micro"]) if tensor else None)
 
 
 def _whole_builds(builds: list[dict], tensor: list[dict], paths: dict, spec, pool, log, rates=None
@@ -257,8 +263,8 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     paths = raw_paths(raw, gpu)
     attach_graph_kernels(runs, paths["kernel_graph"])
     trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
-    builds = load_builds(paths["builds"])[1] if paths["builds"].exists() else []
-    corpus_builds = load_builds(paths["corpus_builds"])[1] if corpus and paths["corpus_builds"].exists() else []
+    builds = {k: load_builds(paths[k])[1] for k in ("builds", "corpus_builds")
+              if paths[k].exists() and (corpus or k == "builds")}
     micro = load_micro(paths["micro"]) if paths["micro"].exists() else None
     corpus_lines = load_corpus(paths["corpus"]) if corpus and paths["corpus"].exists() else None
     replay_inputs = load_replay_inputs(raw, gpu) if same_gpu else None
@@ -278,10 +284,9 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     replay, replayed = (validate_replay(spec, gpu, raw, out, log, progress, replay_inputs) if replay_inputs
                         else ([], None))
     extra += replay
-    extra += validate_builds(builds, spec, jobs, out / "results" / "calibration" / f"builds_predictions_{gpu}.json",
-                             str(profile_path)) if builds else []
-    extra += validate_builds(corpus_builds, spec, jobs, out / "results" / "calibration" /
-                             f"corpus_builds_predictions_{gpu}.json", str(profile_path), CORPUS) if corpus_builds else []
+    for kind, timed in builds.items():
+        extra += validate_builds(timed, spec, jobs, out / "results" / "calibration" / f"{kind}_predictions_{gpu}.json",
+                                 str(profile_path), CORPUS if kind == "corpus_builds" else PAPER)
     extra += (_kernel_section(rows) + _winner_margins(rows, summary) + reach_section(rows, corpus_rows)
               + _interval_section(interval) + _profile_section(profile))
     if micro is not None:
