@@ -72,6 +72,19 @@ def trace_case(cp, work: Path, case, gpu: str) -> dict:
             "p90_us": t["p90_us"], "file": gz.name}
 
 
+def write_summary(lines: Path, out: Path) -> None:
+    """The cases' untraced times (`summary.jsonl`, the last row of a case wins) as the JSON list the replay
+    check reads beside the sample (`raw.load_sample_times`)."""
+    from megasim.io.writing import write_then_rename
+    rows = {}
+    for line in lines.read_text().splitlines():
+        if line.strip():
+            row = json.loads(line)
+            rows[row["case"]] = row
+    with write_then_rename(out) as tmp:
+        tmp.write_text(json.dumps(list(rows.values()), indent=1) + "\n")
+
+
 def pack(work: Path, out: Path) -> int:
     """Every `work`/*.json.gz trace into the archive `out`; the number of cases."""
     from megasim.app.calibrate.trace_law import FIELDS, TICK_US
@@ -119,9 +132,11 @@ def measure_trace_sample(gpu: str, raw_dir, budget_s: float = 400.0, only=None, 
         f.writelines(json.dumps(r) + "\n" for r in rows)
     left = len(todo) - len(rows)
     packed = pack(work, raw / f"{gpu}_trace_sample.npz") if left == 0 else 0
+    if packed:
+        write_summary(summary, raw / f"{gpu}_trace_sample_summary.json")
     log(f"[trace sample] {len(rows)} cases in {time.perf_counter() - t0:.0f} s, {left} left"
         + (f"; packed {packed} cases" if packed else ""))
     return {"traced": len(rows), "left": left, "packed": packed}
 
 
-__all__ = ["measure_trace_sample", "pack", "cases"]
+__all__ = ["measure_trace_sample", "pack", "cases", "write_summary"]
