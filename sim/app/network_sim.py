@@ -1,7 +1,7 @@
 """`megasim simulate --network NAME`: each distinct layer of a network through the SimPy engine.
 
-A layer with a file in `--mappings` runs that file's variant, partition,
-mapping and scheduling mode (`--mode` still overrides the mode); every other
+A layer with a file in `--mappings` runs that file's whole build: variant, partition,
+mapping, scheduling mode, GEMM body and precision (`--mode` still overrides the mode); every other
 layer runs the command's own choice (`--variant`, `--partition`,
 `--strategy` and its options, `--mode`), exactly as `megasim simulate
 --shape` of that layer would.
@@ -31,27 +31,29 @@ def refuse_single_layer_flags(args) -> None:
 
 
 def _graph_and_mapping(layer, path: Path | None, args, gpu):
-    """The graph, mapping, mode, GEMM body and where the partition came from of one layer: from its mapping
-    file (the build it names), or from the command's flags."""
+    """The graph, mapping, mode, GEMM body, precision and where the partition came from of one layer: from its
+    mapping file (the whole build it names), or from the command's flags (FP32)."""
     from megasim.contract.graph import build_graph
     from megasim.contract.mapping.io import build_of, load_mapping, read_mapping_file
     if path is None:
         variant = WinogradVariant(args.variant if args.variant is not None else WinogradVariant().m)
         partition, source = partition_and_source(layer, gpu.name, args.partition)
         graph = build_graph(layer, variant, partition)
-        return graph, mapping_from_args(graph, args), args.mode or MODES[0], "generic", source
+        return graph, mapping_from_args(graph, args), args.mode or MODES[0], "generic", "fp32", source
     doc = read_mapping_file(path)
     build = build_of(doc, str(path))
     graph = build_graph(layer, WinogradVariant(build.variant), build.partition)
-    return (graph, load_mapping(path, graph), args.mode or build.mode, build.gemm, f"the mapping file {path}")
+    return (graph, load_mapping(path, graph), args.mode or build.mode, build.gemm, build.precision,
+            f"the mapping file {path}")
 
 
 def simulate_layer(entry: NetworkLayer, path: Path | None, args, gpu) -> LayerTimes:
     from megasim.engine.simulate import simulate
-    graph, mapping, mode, gemm, source = _graph_and_mapping(entry.layer, path, args, gpu)
-    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm)
+    graph, mapping, mode, gemm, precision, source = _graph_and_mapping(entry.layer, path, args, gpu)
+    result = simulate(graph, mapping, gpu, args.policy, options_from_args(args)[1], mode, gemm, precision)
     return LayerTimes(result.fused.time_us, result.nonfused.time_us,
-                      {"variant": graph.variant.m, "mode": mode, "gemm": gemm, "strategy": result.strategy,
+                      {"variant": graph.variant.m, "mode": mode, "gemm": gemm, "precision": precision,
+                       "strategy": result.strategy,
                        "params": result.params, "num_tbs": result.num_tbs, "infusible": result.infusible,
                        "sim_seconds": result.sim_seconds, "fused_sim_cpu_s": result.fused_sim_cpu_s,
                        "nonfused_sim_cpu_s": result.nonfused_sim_cpu_s,
@@ -66,6 +68,16 @@ def partition_lines(rows: list[dict]) -> list[str]:
     for r in rows:
         by_source.setdefault(r["partition_source"], []).append(r["name"])
     return [f"partition of {', '.join(names)} from: {source}" for source, names in by_source.items()]
+
+
+def build_lines(rows: list[dict]) -> list[str]:
+    """The builds each layer simulated, every axis named, one line per distinct pair of builds."""
+    by_build: dict[str, list[str]] = {}
+    for r in rows:
+        key = (f"fused F{r['variant']} {r['mode']} {r['gemm']} {r['precision']} | "
+               f"non-fused F{r['variant']} {r['gemm']} {r['precision']}")
+        by_build.setdefault(key, []).append(r["name"])
+    return [f"builds of {', '.join(names)}: {key}" for key, names in by_build.items()]
 
 
 def simulate_network(args) -> int:
@@ -85,6 +97,6 @@ def simulate_network(args) -> int:
         print(json.dumps(doc))
     else:
         print(format_network(doc, title))
-        print("\n".join(partition_lines(doc["layers"])))
+        print("\n".join(partition_lines(doc["layers"]) + build_lines(doc["layers"])))
         print(f"model: {model_note}")
     return 0

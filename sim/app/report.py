@@ -29,11 +29,17 @@ def format_simulation(graph, gpu, result, partition_source: str | None = None) -
              f"{'-':>18}"]
     kernels = " + ".join(f"{b - a:.1f}" for a, b in n.kernel_spans_us)
     part = format_partition(graph.partition, partition_source) if partition_source else []
-    return "\n".join([head, tasks, *part, *table,
+    return "\n".join([head, tasks, *part, build_line(graph.variant.m, result), *table,
                       f"non-fused kernels (filter + input + GEMM + output): {kernels} us, plus launch gaps",
                       f"speedup fused / non-fused: {result.speedup:.3f}x   infusible tasks: {result.infusible}   "
                       f"floors: FP32 {floors['flop_floor_us']:.1f} us, DRAM {floors['dram_floor_us']:.1f} us   "
                       f"(simulated in {result.sim_seconds:.2f} s)"])
+
+
+def build_line(variant: int, result) -> str:
+    """The two builds simulated, every axis named (launch, variant, mode, GEMM body, precision), FP32 included."""
+    return (f"builds: fused F{variant} {result.mode} {result.gemm} {result.precision} | "
+            f"non-fused F{variant} {result.gemm} {result.precision}")
 
 
 def format_call(call: dict) -> str:

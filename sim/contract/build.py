@@ -59,9 +59,10 @@ class Build:
         return f"{self.launch} F{self.variant}{mode} {self.gemm}{precision}"
 
     def to_dict(self) -> dict:
-        out = {"launch": self.launch, "variant": self.variant, "mode": self.mode, "gemm": self.gemm}
-        if self.precision != "fp32":
-            out["precision"] = self.precision
+        """Every axis, FP32 included, so a reader's schema does not depend on the values; the partition
+        where one is set."""
+        out = {"launch": self.launch, "variant": self.variant, "mode": self.mode, "gemm": self.gemm,
+               "precision": self.precision}
         if self.partition is not None:
             out["partition"] = self.partition.to_dict()
         return out

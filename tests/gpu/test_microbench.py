@@ -211,8 +211,10 @@ def test_calibrating_a_gpu_without_a_spec_writes_one_and_a_second_call_continues
 
 @pytest.mark.parametrize("path", sorted(CALIBRATION_RAW.glob("*_micro.json")), ids=lambda p: p.name)
 def test_committed_micro_file(path):
+    """Every section; a file measured before the tensor cores' section may lack it alone (a calibration of that
+    folder adds it first, and the 3xTF32 law's fit refuses the folder until then)."""
     doc = json.loads(path.read_text())
-    assert set(doc) == MICRO_KEYS and HEADER_KEYS <= set(doc["header"])
+    assert MICRO_KEYS - {"mma_tf32"} <= set(doc) <= MICRO_KEYS and HEADER_KEYS <= set(doc["header"])
     assert doc["header"]["schema_version"] == mb.SCHEMA_VERSION
     for t in doc["tasks"]:
         assert {"op", "layer", "partition", "blocks", "blocks_per_sm", "time_us", "flops", "bytes"} <= set(t)

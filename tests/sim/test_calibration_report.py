@@ -56,8 +56,17 @@ def test_heldout_mape_within_ten_percent(summary):
     assert held["nonfused"] <= 0.10
 
 
-def test_profile_is_for_the_kernels_in_this_checkout(gpu):
-    assert load_profile(profile_path(gpu)).stale() is None
+# The H100's profile was fitted on 2026-11-25, before three of the laws calibration now fits; until it is refitted
+# (`megasim calibrate --gpu h100` on an H100, docs/results/calibrate_h100) it must say so wherever it is loaded.
+FITTED_BEFORE = {"h100": "first_wave_stagger, queue_pop, tensor_core_gemm"}
+
+
+def test_profile_is_for_the_kernels_and_the_laws_in_this_checkout(gpu):
+    stale = load_profile(profile_path(gpu)).stale()
+    if gpu in FITTED_BEFORE:
+        assert f"profile fitted before the laws {FITTED_BEFORE[gpu]}" in stale
+    else:
+        assert stale is None
 
 
 def test_predictions_are_what_the_model_gives_today(gpu, committed):

@@ -125,12 +125,13 @@ class _FakeResult:
 @pytest.fixture
 def fake_engine(monkeypatch):
     """The SimPy engine replaced by arithmetic on the graph, so table plumbing tests take no time; it keeps the
-    GEMM body each layer was simulated with."""
+    GEMM body and precision each layer was simulated with."""
     import megasim.engine.simulate
     gemms = {}
 
-    def fake(graph, mapping, gpu, policy, options, mode, gemm="generic"):
+    def fake(graph, mapping, gpu, policy, options, mode, gemm="generic", precision="fp32"):
         gemms[graph.layer.name] = gemm
+        gemms[graph.layer.name, "precision"] = precision
         return _FakeResult(graph, mapping, mode)
 
     monkeypatch.setattr(megasim.engine.simulate, "simulate", fake)
@@ -144,14 +145,18 @@ def test_mapping_files_are_used_where_present(tmp_path, capsys, fake_engine):
     wide = warp_partition(conv4.layer, partition_for(conv4.layer, "h200"))
     graph = build_graph(conv4.layer, WinogradVariant(2), wide)
     save_mapping(tmp_path / "conv4_x" / "best.json", graph, make(graph, "paper", dig=64, dgo=0, m=2),
-                 mode="persistent", gemm="warp")
+                 mode="persistent", gemm="warp", precision="3xtf32")
     rc, out, _ = run(capsys, "simulate", "--network", "resnet34", "--mappings", str(tmp_path), "--json")
     rows = {r["name"]: r for r in json.loads(out)["layers"]}
     assert rc == 0 and rows["conv4_x"]["mapping"] == str(tmp_path / "conv4_x" / "best.json")
     assert (rows["conv4_x"]["variant"], rows["conv4_x"]["mode"], rows["conv4_x"]["params"]) == (
         2, "persistent", {"dig": 64, "dgo": 0, "m": 2})
     assert rows["conv4_x"]["gemm"] == fake_engine[conv4.layer.name] == "warp"
-    assert all(rows[n]["gemm"] == "generic" for n in ("conv2_x", "conv3_x", "conv5_x"))
+    assert rows["conv4_x"]["precision"] == fake_engine[conv4.layer.name, "precision"] == "3xtf32"
+    assert all(rows[n]["gemm"] == "generic" and rows[n]["precision"] == "fp32" for n in ("conv2_x", "conv3_x",
+                                                                                        "conv5_x"))
+    rc, out, _ = run(capsys, "simulate", "--network", "resnet34", "--mappings", str(tmp_path))
+    assert "builds of conv4_x: fused F2 persistent warp 3xtf32 | non-fused F2 warp 3xtf32" in out
     assert rows["conv4_x"]["fused_us"] == 256 + 200
     assert all(rows[n]["mapping"] == "default" and rows[n]["variant"] == 4 for n in ("conv2_x", "conv3_x", "conv5_x"))
 

@@ -146,3 +146,19 @@ def test_the_schedule_search_simulates_no_nonfused_twins(tmp_path, monkeypatch):
     assert got.source.startswith("search") and called == []
     Schedules(cache_dir=str(tmp_path / "more"), search_budget=6).resolve(SHAPE, "h200")
     assert called and set(called) == {"nonfused"}
+
+
+def test_a_search_on_a_profile_that_predicts_part_of_the_space_says_so_once(monkeypatch):
+    """The stale H100 profile predicts no 3xTF32 build and predates three laws: megasim.torch's search says
+    both, in one warning, once per GPU."""
+    from megasim.app.calibrate.profile import simulation_model
+    monkeypatch.setattr(schedules_module, "_warned_profiles", set())
+    gpu, note, _ = simulation_model("h100")
+    with pytest.warns(schedules_module.ProfileWarning) as caught:
+        schedules_module._warn_profile(gpu.name, note)
+        schedules_module._warn_profile(gpu.name, note)
+    (warning,) = caught
+    text = str(warning.message)
+    assert "predicts no 3xtf32 build: picks are FP32 only" in text and "profile fitted before the laws" in text
+    gpu, note, _ = simulation_model("h200")
+    schedules_module._warn_profile(gpu.name, note)  # the H200's profile is current: nothing to say

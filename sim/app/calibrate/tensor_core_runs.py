@@ -117,6 +117,7 @@ def measure_tensor_core(gpu: str, path, reps: int = 20, layers=None, budget_s: f
     from multiprocessing import get_context
 
     from megasim.app.calibrate.gpu_runs import HELDOUT_LAYERS
+    from megasim.app.catalog import load_layer
     from megasim.gpu.backend import require_cupy
     from megasim.gpu.baselines import device_header
     from megasim.io.files import read_json
@@ -124,7 +125,7 @@ def measure_tensor_core(gpu: str, path, reps: int = 20, layers=None, budget_s: f
     path = Path(path)
     doc = read_json(path) if path.exists() else {"header": device_header(), "reps": reps,
                                                  "source": "megasim calibrate (tensor_core_runs)", "rows": []}
-    done = {(r["layer"], r["variant"]) for r in doc["rows"]}
+    done = {(load_layer(r["layer"]).name, r["variant"]) for r in doc["rows"]}  # a row may name the layer's file
     todo = [b for b in tensor_builds(gpu, layers, variants) if b not in done]
     t0 = time.perf_counter()
     workers = workers or min(16, os.cpu_count() or 1)
