@@ -97,6 +97,28 @@ def test_a_mapping_file_directory_comes_first(tmp_path, tiny_partition):
     assert (got.mapping(got.graph()).order == mapping.order).all()
 
 
+def test_a_search_network_folder_is_read_and_a_missing_folder_or_a_3xtf32_file_says_why_not(tmp_path,
+                                                                                            tiny_partition):
+    """`search --network --out DIR` writes DIR/<layer>/best.json: those are read too. A folder that does not
+    exist, and a file naming a precision megasim.torch does not run, are one-line refusals that name the fix."""
+    graph = build_graph(Layer(*SHAPE), WinogradVariant(2), tiny_partition)
+    save_mapping(tmp_path / "conv2_x" / "best.json", graph, make(graph, "paper"), mode="persistent")
+    got = Schedules(mapping_dir=str(tmp_path), search_budget=0).resolve(SHAPE, "h200")
+    assert got.source == f"mapping file {tmp_path / 'conv2_x' / 'best.json'}"
+    with pytest.raises(MegasimError, match="not a folder"):
+        Schedules(mapping_dir=str(tmp_path / "nowhere"))
+    wide = tmp_path / "wide"
+    from megasim.contract.resources import warp_partition
+    part = warp_partition(Layer(*SHAPE), tiny_partition)
+    try:
+        warp = build_graph(Layer(*SHAPE), WinogradVariant(4), part)
+        save_mapping(wide / "best.json", warp, make(warp, "paper"), gemm="warp", precision="3xtf32")
+    except MegasimError:
+        pytest.skip("the tiny shape has no 3xTF32 build")
+    with pytest.raises(MegasimError, match="runs FP32 builds.*--precision fp32"):
+        Schedules(mapping_dir=str(wide), search_budget=0).resolve(SHAPE, "h200")
+
+
 def test_without_a_search_the_partition_table_and_paper_defaults():
     from megasim.app.catalog import partition_for
     got = Schedules(search_budget=0).resolve(SHAPE, "h200")

@@ -6,8 +6,9 @@ scheduling mode, the GEMM body, the partition) with its mapping (strategy and
 options, or a mapping file's order), or torch's own convolution where that is
 faster. `Schedules` says where one comes from, first match wins:
 
-1. `mapping_dir`: schema-1 mapping files (`megasim search` writes them as
-   best.json) whose layer has the shape; the file decides everything;
+1. `mapping_dir`: schema-1 mapping files (`megasim search --precision fp32`
+   writes them as best.json; `search --network` one folder per layer, also
+   read) whose layer has the shape; the file decides everything;
 2. the cache, `<cache_dir>/<gpu>/<N>x<C>x<H>x<W>x<K>.json`, if it was made
    for this kernel build and its variant is one of `variants`;
 3. a simulator search (`megasim.app.search`, TPE over the whole decision
@@ -213,10 +214,12 @@ def same_timed_build(made_on: str, now: str, gpu: str) -> bool:
 
 
 def _mapping_files(folder: Path) -> dict[tuple, Path]:
-    """Shape -> mapping file in `folder` (the first by name wins); files that are not mapping files are skipped."""
+    """Shape -> mapping file in `folder` or one folder down (`search --out` writes DIR/best.json, `search
+    --network --out DIR` one DIR/<layer>/best.json per distinct layer; the first by name wins); files that are
+    not mapping files are skipped."""
     from megasim.contract.mapping.io import read_mapping_file
     found = {}
-    for path in sorted(folder.glob("*.json")):
+    for path in sorted(folder.glob("*.json")) + sorted(folder.glob("*/best.json")):
         try:
             doc = read_mapping_file(path)
             shape = tuple(int(doc["layer"][f]) for f in "nchwk")
@@ -234,7 +237,7 @@ def from_mapping_file(path: Path, gpu: str) -> Schedule:
     build = build_of(doc, str(path))
     if build.precision != "fp32":
         raise MegasimError(f"{path}: megasim.torch runs FP32 builds; this mapping file names precision "
-                           f"{build.precision!r}")
+                           f"{build.precision!r}: search for it with --precision fp32")
     layer, variant, part = problem_of(doc, str(path))
     guess = (doc.get("search") or {}).get("predicted_us")
     return Schedule((layer.n, layer.c, layer.h, layer.w, layer.k), variant.m, part, mode_of(doc, str(path)),
@@ -258,6 +261,9 @@ class Schedules:
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise MegasimError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
+        if self.mapping_dir is not None and not Path(self.mapping_dir).is_dir():
+            raise MegasimError(f"Schedules(mapping_dir={self.mapping_dir!r}): not a folder (`megasim search --out "
+                               "DIR --precision fp32`, or `search --network`, writes one)")
 
     def key(self) -> str:
         """A short stable name (the custom op carries it as a string)."""
