@@ -2,7 +2,8 @@
 
 Every ```bash block is read in order. A line is one command (a trailing backslash continues it); what follows
 an unquoted `#` is prose. Three kinds of step are not run here, and the README says so on the line:
-- `pip install ...`: this test runs inside the environment those lines make;
+- `pip install -e ...`: this test runs inside the environment those lines make (a `pip install NAME` from the
+  package index runs, as it does from any folder);
 - `python -m pytest ...`: the suite this test belongs to;
 - a command whose comment holds `[gpu]`: it needs an NVIDIA GPU, or a file that only a GPU run writes.
 Every other command must exit 0, and together they may write only under `out/` (so a clone stays clean).
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-SKIPPED = ("pip install", "python -m pytest")
+SKIPPED = ("pip install -e", "python -m pytest")
 WRITES_ONLY = {"out"}
 
 
