@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import signal
+import threading
 import sys
 
 from megasim.app.arguments import Parser as _Parser
@@ -334,8 +335,33 @@ def single_blas_thread() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
+LINE_LIMIT = 600
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (from `timeout`, CI or a scheduler), handled as Ctrl-C is: outputs not yet in place are removed."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+def error_line(text: str, stream=None) -> str:
+    """`text` as one printable line for `stream`: control characters (a newline in a name, a terminal escape)
+    and what the stream's encoding cannot carry (a lone surrogate, non-ASCII under PYTHONIOENCODING=ascii) are
+    written as escapes."""
+    encoding = getattr(stream or sys.stderr, "encoding", None) or "utf-8"
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+                    for ch in text)
+    if len(shown) > LINE_LIMIT:  # a 100,000-digit value is quoted by its ends
+        shown = f"{shown[:LINE_LIMIT // 2]}...({len(shown) - LINE_LIMIT} characters)...{shown[-LINE_LIMIT // 2:]}"
+    return shown.encode(encoding, "backslashreplace").decode(encoding, "replace")
+
+
 def main(argv=None) -> int:
     parser = build_parser()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         args = parser.parse_args(argv)
         check_needs(args)
@@ -349,13 +375,13 @@ def main(argv=None) -> int:
             calibrate_defaults(args)
         return _run(args)
     except MegasimError as exc:
-        print(f"megasim: error: {exc}", file=sys.stderr)
+        print(error_line(f"megasim: error: {exc}"), file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"megasim: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        print(error_line(f"megasim: error: {exc.filename or ''}: {exc.strerror}"), file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return 128 + signal.SIGTERM if isinstance(exc, Terminated) else 130
 
 
 def _run(args) -> int:

@@ -24,6 +24,9 @@ reading the output (docs/model.md, "Reading simulate's output"):
                      name, never by its shape: --shape of a named layer gets the table's [default]), the
                      table's [default] or [default_small_k] (K < 64), Partition() defaults (no table),
                      then any --partition overrides; or the --mapping file's own partition
+  builds:            the two builds simulated, every axis named: launch (fused, non-fused), Winograd variant,
+                     scheduling mode (fused only), GEMM body (generic, warp) and precision (fp32: FFMA;
+                     3xtf32: three TF32 tensor-core products per FP32 product)
   time (us)          predicted time of the launch, or of the four launches with their gaps
   DRAM (MB)          bytes read from and written to DRAM
   L2 hit             share of L2 requests that hit
@@ -43,5 +46,6 @@ reading the output (docs/model.md, "Reading simulate's output"):
   model:             the spec file and calibration profile used: --gpu NAME reads scenarios/gpus/NAME.toml
                      and scenarios/calibrations/NAME.toml when there is one; --gpu PATH.toml reads that file
                      and no profile unless --profile is given; --profile replaces the committed profile;
-                     --uncalibrated uses none
+                     --uncalibrated uses none. WARNING: the profile predicts no build of a precision (its
+                     picks are then FP32 only), or was fitted before a law calibration now fits (stale)
 """
