@@ -76,6 +76,40 @@ NEEDS = (
 )
 
 
+class BooleanOnce(argparse.BooleanOptionalAction):
+    """argparse's `--flag/--no-flag`, refusing both (or either twice) in one command."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = _given(namespace)
+        if self.dest in given:
+            raise argparse.ArgumentError(self, f"given twice ({given[self.dest]}, then {option_string}); give one")
+        given[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
+
+
+def check_counts(args) -> None:
+    """Worker counts this machine can run and budgets that measure something: `--jobs 100000` would start
+    thousands of processes on two cores, `--budget-s -1` would measure nothing and call it a pause."""
+    import os
+    cores = os.cpu_count() or 1
+    jobs = getattr(args, "jobs", None)
+    if isinstance(jobs, int) and jobs > cores:
+        raise MegasimError(f"--jobs {jobs} is more worker processes than this machine's {cores} cores; give at "
+                           f"most {cores}")
+    scheduler = getattr(args, "scheduler", None) or ""
+    name, sep, count = scheduler.partition(":")
+    if name == "local" and sep and count.isdigit():
+        if int(count) > cores:
+            raise MegasimError(f"--scheduler {scheduler} asks for more workers than this machine's {cores} cores; "
+                               f"give at most local:{cores}")
+        if "jobs" in getattr(args, "given", ()) and jobs != int(count):
+            raise MegasimError(f"--scheduler {scheduler} runs {count} workers and --jobs {jobs} another number; "
+                               "give one of them (local takes --jobs as its count)")
+    budget = getattr(args, "budget_s", None)
+    if isinstance(budget, float) and not budget > 0:
+        raise MegasimError(f"--budget-s wants a positive number of seconds, got {budget:g}")
+
+
 def check_needs(args) -> None:
     """Refuse a flag given without the flag its help says it works with: it would be ignored."""
     command, given = getattr(args, "command", None), getattr(args, "given", ())

@@ -9,7 +9,7 @@ import threading
 import sys
 
 from megasim.app.arguments import Parser as _Parser
-from megasim.app.arguments import check_needs
+from megasim.app.arguments import BooleanOnce, check_counts, check_needs
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.build import AXES
@@ -53,7 +53,11 @@ def _problem(args, gpu_name: str):
 
 def cmd_simulate(args) -> int:
     if args.precision not in (None, "fp32") and args.network:
-        raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network runs FP32 builds")
+        raise MegasimError(f"--precision {args.precision} is for one layer's simulation; --network runs FP32 builds "
+                           "(or each --mappings file's own build)")
+    if args.all_builds and args.network:
+        raise MegasimError("--all-builds ranks one layer's builds; give --layer or --shape instead of --network "
+                           "(megasim search --network picks a build per layer)")
     if args.network:
         from megasim.app.network_sim import simulate_network
         return simulate_network(args)
@@ -223,7 +227,7 @@ def _calibration_commands(sub) -> None:
     val.add_argument("--allow-other-gpu", action="store_true",
                      help="validate against runs measured on another GPU (a transfer study); refused otherwise")
     val.add_argument("--jobs", type=int, default=2)
-    val.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=True,
+    val.add_argument("--corpus", action=BooleanOnce, default=True,
                      help="predict the held-out generated corpus shapes too, where <gpu>_corpus.jsonl lies beside the "
                           "measurements (default; --no-corpus skips them)")
     val.set_defaults(func=cmd_validate)
@@ -365,6 +369,7 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         check_needs(args)
+        check_counts(args)
         if getattr(args, "command", None) in SIMULATOR_COMMANDS:
             single_blas_thread()
         if not getattr(args, "func", None):

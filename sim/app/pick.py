@@ -51,7 +51,12 @@ def rank_builds(layer, own, gpu, mapping_for, policy: str, options: dict | None 
 def ranked_precisions(pinned: str | None, gpu) -> tuple[str, ...]:
     """The precisions `--all-builds` ranks: the one pinned, else every one the model predicts (3xTF32 too where it
     has a `gemm_precision` law, as the calibrated H200 profile does)."""
-    return (pinned,) if pinned else predicted_precisions(gpu.model)
+    known = predicted_precisions(gpu.model)
+    if pinned and pinned not in known:
+        raise MegasimError(f"--precision {pinned} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]), which "
+                           f"calibration fits from a GPU's 3xTF32 measurements; this model predicts "
+                           f"{', '.join(known)} only")
+    return (pinned,) if pinned else known
 
 
 def check_single_build_flags(given) -> None:
@@ -76,8 +81,12 @@ def simulate_all_builds(args, gpu, model_note: str, problem) -> int:
     """`simulate --all-builds`: `problem(args, gpu_name)` gives the layer and its partition, as for one build."""
     check_single_build_flags(getattr(args, "given", ()))
     layer, _, partition, partition_source, _ = problem(args, gpu.name)
+    precisions = ranked_precisions(getattr(args, "precision", None), gpu)
     ranked = rank_builds(layer, partition, gpu, lambda g: mapping_from_args(g, args), args.policy,
-                         options_from_args(args)[1], ranked_precisions(getattr(args, "precision", None), gpu))
+                         options_from_args(args)[1], precisions)
+    if not ranked:
+        raise MegasimError(f"{layer.name} has no {'/'.join(precisions)} build at its partition: 3xTF32 runs on the "
+                           "warp GEMM body's tiling, which this layer's partition does not fit")
     if args.json:
         print(json.dumps({"layer": layer.name, "gpu": gpu.name, "partition_source": partition_source,
                           "builds": [r.to_json() for r in ranked], "model": model_note}))

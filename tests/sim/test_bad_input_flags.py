@@ -104,6 +104,26 @@ CASES = [
     ("trace-two-link-loop", "simulate --shape 2,32,20,20,32 --trace {tmp}/a", "a: cannot write: its symlinks"),
     ("plot-symlink-loop", SMALL + " --plot {tmp}/loop.png", "loop.png: cannot write: its symlinks"),
     ("validate-out-loop", "validate --gpu h200 --out {tmp}/loop", "loop: cannot write: its symlinks"),
+    # counts this machine cannot run, budgets that measure nothing, values no build takes (2026-12-08)
+    ("jobs-beyond-cores", SEARCH.replace("--jobs 1", "--jobs 100000"), "more worker processes than this machine"),
+    ("local-beyond-cores", SEARCH.replace("--jobs 1 ", "") + " --scheduler local:500", "more workers than this"),
+    ("local-and-other-jobs", SEARCH + " --scheduler local:2", "give one of them"),
+    ("validate-jobs-beyond-cores", f"validate --profile {PROFILE} --measurements {RUNS} --jobs 100000 --out {{tmp}}/out",
+     "more worker processes"),
+    ("calibrate-negative-budget", "calibrate --gpu h200 --budget-s -1 --raw {tmp}/out/raw --out {tmp}/out/p.toml",
+     "--budget-s wants a positive number"),
+    ("corpus-and-no-corpus", f"validate --profile {PROFILE} --measurements {RUNS} --corpus --no-corpus --out {{tmp}}/out",
+     "given twice"),
+    ("space-m-zero", SEARCH + " --space m=0", "--space m=0: paper mapping: m must be an integer >= 1"),
+    ("space-m-negative", SEARCH + " --space m=-1", "--space m=-1"),
+    ("space-threads-odd", SEARCH + " --space threads=33", "threads must be a multiple of 32"),
+    ("storage-in-memory", SEARCH + " --storage sqlite://", "keeps the study in memory"),
+    ("all-builds-network", "simulate --network resnet34 --all-builds", "--all-builds ranks one layer's builds"),
+    ("all-builds-no-3xtf32-build", "simulate --layer DenseNet --all-builds --precision 3xtf32 --json",
+     "DenseNet has no 3xtf32 build"),
+    ("all-builds-3xtf32-without-law", "simulate --gpu v100 --all-builds --precision 3xtf32",
+     "needs a gemm_precision law"),
+    ("partition-huge-value", "simulate --partition tiles_per_group=" + "9" * 100000, "far beyond any partition"),
 ]
 
 

@@ -90,7 +90,7 @@ def test_best_json_carries_variant_and_mode_and_simulate_reproduces_it(searched,
 
 def test_a_pinned_mode_reaches_best_json_and_simulate(tmp_path, capsys):
     rc, _, _ = run(capsys, "search", *SHAPE, *FIXED, "--variant", "6", "--mode", "ready_queue",
-                   "--out", str(tmp_path), "--budget", "1", "--storage", "sqlite:///:memory:")
+                   "--out", str(tmp_path), "--budget", "1")
     best = tmp_path / "best.json"
     doc = json.loads(best.read_text())
     assert rc == 0 and (doc["variant"], doc["mode"]) == (6, "ready_queue")

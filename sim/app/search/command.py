@@ -52,7 +52,9 @@ def check_args(args):
     config = SearchConfig(method=args.method, budget=args.budget, jobs=args.jobs, scheduler=args.scheduler,
                           seed=args.seed, progress=not args.quiet)
     check_config(config)
-    durable_url(args.storage)
+    if args.storage and durable_url(args.storage) is None:
+        raise MegasimError(f"--storage {args.storage!r} keeps the study in memory, so nothing resumes; leave "
+                           "--storage out (the output folder's own journal resumes) or give sqlite:///PATH")
     require_optuna()
     return config
 

@@ -203,6 +203,26 @@ def parse_overrides(items: list[str] | None) -> dict[str, tuple]:
     return out
 
 
+MAX_VALUES = 256  # values of one searched parameter: more is a typo or a sweep, not a search
+
+
+def _check_values(strategy: str, base: Partition, overrides: dict) -> None:
+    """Every `--space` value is one the strategy or the partition takes, checked before the search: a non-fused
+    build ignores the mapping's options, so an illegal value would otherwise pass silently on those points."""
+    for name, values in overrides.items():
+        if len(values) > MAX_VALUES:
+            raise MegasimError(f"--space {name}: {len(values)} values; a search takes at most {MAX_VALUES} per "
+                               "parameter")
+        for value in values:
+            try:
+                if name in PARTITION_FIELDS:
+                    Partition(**{**base.to_dict(), name: value})
+                elif name not in PROBLEM_VALUES:
+                    MAPPINGS.get(strategy).make_options({name: value})
+            except MegasimError as exc:
+                raise MegasimError(f"--space {name}={value}: {exc}") from None
+
+
 def build_space(strategy: str, base_partition: Partition, overrides: dict[str, tuple] | None = None,
                 layer: Layer | None = None) -> Space:
     """The default space for a strategy, with `overrides` replacing whole value lists. With `layer`, the warp
@@ -219,6 +239,7 @@ def build_space(strategy: str, base_partition: Partition, overrides: dict[str, t
     for axis in PROBLEM_VALUES:
         for value in overrides.get(axis, ()):
             Build(**{axis: value, **({"gemm": "warp"} if axis == "precision" else {})})
+    _check_values(strategy, base_partition, overrides)
     base = base_partition.to_dict()
     params = [Param(name, tuple(overrides.get(name, values)), "problem") for name, values in PROBLEM_VALUES.items()]
     for name in known[len(PROBLEM_VALUES):]:
