@@ -47,6 +47,13 @@ def changed(doc: dict, path: tuple, value) -> dict:
 DROP = object()
 
 
+class Link:
+    """A file of the table written as a symbolic link to `to` (itself: a loop)."""
+
+    def __init__(self, to: str):
+        self.to = to
+
+
 def corpus(*path, value, line: int = 0) -> str:
     """The corpus file with one value of its `line`th line changed."""
     lines = list(CORPUS)
@@ -178,6 +185,10 @@ CASES = [
      "every row is a training row"),
     # <gpu>_trace_sample.npz and its summary
     ("sample-not-npz", CAL, {"raw/h200_trace_sample.npz": "text"}, "not a packed trace sample"),
+    ("sample-truncated", CAL, {"raw/h200_trace_sample.npz": (CALIBRATION_RAW / "h200_trace_sample.npz").read_bytes()[
+        :100000]}, "not a packed trace sample"),
+    ("tensor-link-loop", CAL, {"raw/h200_tensor_core.json": Link("h200_tensor_core.json")}, "symbolic links"),
+    ("builds-link-broken", CAL, {"raw/h200_builds.json": Link("nowhere.json")}, "h200_builds.json"),
     ("sample-end-negative", CAL, {"raw/h200_trace_sample.npz": sample(end_us=[1, 1, -1, 1])}, "end_us out of range"),
     ("sample-op-9", CAL, {"raw/h200_trace_sample.npz": sample(op=[0, 9, 0, 0])}, "op out of range"),
     ("sample-ragged", CAL, {"raw/h200_trace_sample.npz": sample(sm=[0, 1])}, "equally long"),
@@ -221,7 +232,11 @@ def _raw_folder(tmp_path, files: dict) -> None:
     for name, content in files.items():
         target = tmp_path / name
         target.unlink(missing_ok=True)
-        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        if isinstance(content, Link):
+            target.symlink_to(content.to)
+        else:
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+
 
 
 @pytest.mark.parametrize("argv, files, phrase", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

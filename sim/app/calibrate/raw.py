@@ -34,6 +34,12 @@ TORN = ("; a line torn by an interrupted `calibrate --corpus` can be deleted, an
         "again")
 
 
+def present(path) -> bool:
+    """Whether a raw file is there to read: a link that leads nowhere (broken, or a loop) counts, so that reading
+    it says what is wrong instead of the fit going on as if the file were missing."""
+    return Path(path).exists() or Path(path).is_symlink()
+
+
 def raw_paths(raw_dir, gpu: str) -> dict:
     from megasim.app.calibrate.trace_law import default_sample
     raw = Path(raw_dir)
@@ -182,7 +188,7 @@ def load_corpus(path) -> list[dict]:
 def corpus_runs(path) -> list[dict]:
     """Every run of a corpus file (`megasim calibrate --corpus`), each carrying its shape's split; none without one."""
     path = Path(path)
-    return [run for line in load_corpus(path) for run in line["runs"]] if path.exists() else []
+    return [run for line in load_corpus(path) for run in line["runs"]] if present(path) else []
 
 
 # --- <gpu>_micro.json ---------------------------------------------------------------------------------------
@@ -321,5 +327,5 @@ def check_heldout(runs: list[dict], path) -> None:
 
 
 __all__ = ["COMMITTED_RAW", "OUT", "CorpusLine", "Micro", "calibrate_defaults", "check_raw",
-           "check_heldout", "check_sample", "corpus_runs", "fitted_note", "load_corpus", "load_micro",
+           "check_heldout", "check_sample", "corpus_runs", "present", "fitted_note", "load_corpus", "load_micro",
            "load_raw_trace", "load_sample_times", "raw_paths"]

@@ -21,7 +21,7 @@ from megasim.app.calibrate.builds import CORPUS, PAPER, validate_builds
 from megasim.app.calibrate.tensor_law import load_tensor_core, tensor_rates, tensor_stage
 from megasim.app.calibrate.measurements import attach_graph_kernels, load_builds, load_runs
 from megasim.app.calibrate.metrics import by_layer, simulators_pick, summarise
-from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, check_raw, corpus_runs, load_corpus,
+from megasim.app.calibrate.raw import (COMMITTED_RAW, check_heldout, check_raw, corpus_runs, load_corpus, present,
                                        load_micro, load_raw_trace, raw_paths)
 from megasim.app.calibrate.uncertainty import Uncertainty
 from megasim.app.calibrate.profile import CalibrationProfile, load_profile, profile_path, save_profile
@@ -110,7 +110,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
     header, runs = load_runs(paths["runs"])
     corpus = corpus_runs(paths["corpus"])
     graphed = attach_graph_kernels(runs + corpus, paths["kernel_graph"])
-    trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
+    trace = load_raw_trace(paths["trace"], spec.sm_count) if present(paths["trace"]) else None
     builds, tensor, rates = _whole_build_inputs(paths, micro, sharing)
     log(f"{graphed} of {len(runs) + len(corpus)} runs have their non-fused kernels timed in a CUDA graph")
     hw, model = hardware_overrides(micro, spec)
@@ -155,8 +155,8 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
 def _whole_build_inputs(paths: dict, micro: dict, sharing: str) -> tuple[list, list, dict | None]:
     """Stages 4 and 5's inputs, each checked before any simulating: the builds (resident form only), the 3xTF32
     rows (where there are builds) and the tensor cores' measured rates they need."""
-    builds = load_builds(paths["builds"])[1] if sharing == "resident" and paths["builds"].exists() else []
-    tensor = load_tensor_core(paths["tensor_core"]) if builds and paths["tensor_core"].exists() else []
+    builds = load_builds(paths["builds"])[1] if sharing == "resident" and present(paths["builds"]) else []
+    tensor = load_tensor_core(paths["tensor_core"]) if builds and present(paths["tensor_core"]) else []
     return builds, tensor, (tensor_rates(micro, paths["micro"]) if tensor else None)
 
 
@@ -262,11 +262,11 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     raw = Path(measurements).parent
     paths = raw_paths(raw, gpu)
     attach_graph_kernels(runs, paths["kernel_graph"])
-    trace = load_raw_trace(paths["trace"], spec.sm_count) if paths["trace"].exists() else None
+    trace = load_raw_trace(paths["trace"], spec.sm_count) if present(paths["trace"]) else None
     builds = {k: load_builds(paths[k])[1] for k in ("builds", "corpus_builds")
-              if paths[k].exists() and (corpus or k == "builds")}
-    micro = load_micro(paths["micro"]) if paths["micro"].exists() else None
-    corpus_lines = load_corpus(paths["corpus"]) if corpus and paths["corpus"].exists() else None
+              if present(paths[k]) and (corpus or k == "builds")}
+    micro = load_micro(paths["micro"]) if present(paths["micro"]) else None
+    corpus_lines = load_corpus(paths["corpus"]) if corpus and present(paths["corpus"]) else None
     replay_inputs = load_replay_inputs(raw, gpu) if same_gpu else None
     rows = predict_runs(runs, spec, jobs, progress)
     summary = summarise(rows)
@@ -298,7 +298,7 @@ def validate_profile(profile_path, measurements, out_dir="out/validate", jobs: i
     command = ((f"megasim validate --gpu {gpu}" if _committed(profile_path, measurements, gpu) else
                 f"megasim validate --profile {profile_path} --measurements {measurements}") + f" --out {out_dir}"
                + (f" --report {report}" if report else "") + (" --allow-other-gpu" if not same_gpu else "")
-               + (" --no-corpus" if not corpus and paths["corpus"].exists() else ""))
+               + (" --no-corpus" if not corpus and present(paths["corpus"]) else ""))
     write_report(report_path, gpu, command, summary, rows, {k: _link(v, report_path) for k, v in figures.items()},
                  extra)
     log(f"wrote {report_path}")

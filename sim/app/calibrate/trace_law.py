@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +67,9 @@ def load_sample(path) -> tuple[dict, dict]:
             out.setdefault(case, {}).setdefault(launch, {})[field] = values
         if not out or set(out) != set(meta) or any(set(r) != set(FIELDS) for c in out.values() for r in c.values()):
             raise ValueError("its cases, launches or fields do not match")
-    except (OSError, ValueError, KeyError, EOFError, TypeError) as exc:
-        raise MegasimError(f"{path}: not a packed trace sample (docs/results/trace_sample/pack.py): {exc}") from None
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile) as exc:
+        raise MegasimError(f"{path}: not a packed trace sample (docs/results/trace_sample/pack.py): "
+                           f"{exc or type(exc).__name__}") from None
     from megasim.app.calibrate.raw import check_sample
     check_sample(meta, out, path)
     for launches in out.values():
