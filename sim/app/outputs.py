@@ -53,12 +53,16 @@ def preflight(args) -> None:
     if getattr(args, "command", None) in ("simulate", "compare", "bench") and getattr(args, "plot", None):
         figure_format(args.plot)
     seen: dict[Path, str] = {}
+    folders = {Path(path).resolve(): flag for flag, path, folder in named if folder}
     for flag, path, folder in named:
         check_writable(path, folder=folder)
         if not folder:
             real = Path(path).resolve()
             if real in seen:
                 raise MegasimError(f"{path}: named by both {seen[real]} and {flag}; give each output its own file")
+            if real in folders:
+                raise MegasimError(f"{path}: {flag} names the folder {folders[real]} writes into; give the file "
+                                   "another name")
             seen[real] = flag
 
 

@@ -185,6 +185,7 @@ CASES = [
      "every row is a training row"),
     # <gpu>_trace_sample.npz and its summary
     ("sample-not-npz", CAL, {"raw/h200_trace_sample.npz": "text"}, "not a packed trace sample"),
+    ("sample-nan", CAL, {"raw/h200_trace_sample.npz": sample(end_us=[1.0, float("nan"), 1.0, 1.0])}, "not a finite"),
     ("sample-truncated", CAL, {"raw/h200_trace_sample.npz": (CALIBRATION_RAW / "h200_trace_sample.npz").read_bytes()[
         :100000]}, "not a packed trace sample"),
     ("tensor-link-loop", CAL, {"raw/h200_tensor_core.json": Link("h200_tensor_core.json")}, "symbolic links"),

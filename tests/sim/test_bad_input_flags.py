@@ -123,6 +123,8 @@ CASES = [
      "DenseNet has no 3xtf32 build"),
     ("all-builds-3xtf32-without-law", "simulate --gpu v100 --all-builds --precision 3xtf32",
      "needs a gemm_precision law"),
+    ("report-is-the-out-folder", f"validate --profile {PROFILE} --measurements {RUNS} --out {{tmp}}/out/v "
+     "--report {tmp}/out/v", "names the folder --out writes into"),
     ("partition-huge-value", "simulate --partition tiles_per_group=" + "9" * 100000, "far beyond any partition"),
 ]
 

@@ -55,12 +55,19 @@ def default_sample(raw, gpu: str):
     return own if own.exists() or not others else others[0]
 
 
+def _ticks(key: str, values: np.ndarray) -> np.ndarray:
+    """One packed field as int64; a float field with a NaN or an infinity is refused (casting it would only warn)."""
+    if not np.issubdtype(values.dtype, np.integer) and not np.all(np.isfinite(values)):
+        raise ValueError(f"{key} holds a value that is not a finite number")
+    return values.astype(np.int64)
+
+
 def load_sample(path) -> tuple[dict, dict]:
     """(problem by case, {case: {launch: {field: array}}}) from a packed trace sample, times in us."""
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["__meta__"]).decode())
-            arrays = {key: z[key].astype(np.int64) for key in z.files if key != "__meta__"}
+            arrays = {key: _ticks(key, z[key]) for key in z.files if key != "__meta__"}
         out: dict = {}
         for key, values in arrays.items():
             case, launch, field = key.split("/")
