@@ -282,3 +282,23 @@ def test_committed_sweep_subset_supports_the_search_claims():
         assert result["regret_pick"] == pytest.approx(committed[layer]["regret_pick"], abs=1e-9)
         assert result["regret_pick"] <= 0.03
         assert result["runs_to_within_tolerance"] <= 5
+
+
+def test_a_scheduler_that_accepts_and_never_answers_is_one_line_within_its_limit():
+    """Dask's own timeout covers the connection, not the handshake: a listener that never answers is refused
+    in twice the timeout, not awaited forever."""
+    import socket
+    import threading
+    import time
+    pytest.importorskip("distributed")
+    from megasim.app.search.dask_runner import connect
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    held = []
+    threading.Thread(target=lambda: [held.append(listener.accept()) for _ in range(4)], daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(MegasimError, match="accepted the connection but did not answer"):
+        connect(f"tcp://127.0.0.1:{listener.getsockname()[1]}", timeout_s=0.5)
+    assert time.monotonic() - t0 < 30  # the limit is 2 s; the margin is for a loaded machine
+    listener.close()

@@ -98,11 +98,29 @@ def _check_address(address: str) -> None:
 
 
 def connect(address: str, timeout_s: float = 3.0) -> DaskExecutor:
-    """A client on the scheduler at `address`; MegasimError if it cannot be reached in time."""
+    """A client on the scheduler at `address`; MegasimError if it cannot be reached in time. Dask's timeout
+    covers the connection, not the handshake after it: a port that accepts and never answers would hold the
+    client forever, so the whole start runs in a daemon thread that gets twice the timeout."""
+    import threading
     Client = _client_class()
     client = Client.__new__(Client)
+    failed: list = []
+
+    def start():
+        try:
+            client.__init__(address, timeout=f"{timeout_s}s", set_as_default=False)
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            failed.append(exc)
+    starter = threading.Thread(target=start, daemon=True, name="megasim-dask-connect")
+    starter.start()
+    starter.join(2 * timeout_s + 1.0)
+    if starter.is_alive():
+        _abandon(client)
+        raise MegasimError(f"the Dask scheduler at {address} accepted the connection but did not answer within "
+                           f"{2 * timeout_s + 1.0:g} s; is it a Dask scheduler?")
     try:
-        client.__init__(address, timeout=f"{timeout_s}s", set_as_default=False)
+        if failed:
+            raise failed[0]
     except (OSError, TimeoutError) as exc:
         _abandon(client)
         raise MegasimError(f"cannot reach the Dask scheduler at {address} within {timeout_s:g} s "
