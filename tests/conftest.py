@@ -61,7 +61,7 @@ LONGEST_FIRST = ("test_the_readme_runs_top_to_bottom_in_an_empty_folder",
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: item.name not in LONGEST_FIRST)
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) not in LONGEST_FIRST)
     if _gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy")
