@@ -102,7 +102,7 @@ def check_counts(args) -> None:
         if int(count) > cores:
             raise MegasimError(f"--scheduler {scheduler} asks for more workers than this machine's {cores} cores; "
                                f"give at most local:{cores}")
-        if "jobs" in getattr(args, "given", ()) and jobs != int(count):
+        if int(count) >= 1 and "jobs" in getattr(args, "given", ()) and jobs != int(count):
             raise MegasimError(f"--scheduler {scheduler} runs {count} workers and --jobs {jobs} another number; "
                                "give one of them (local takes --jobs as its count)")
     budget = getattr(args, "budget_s", None)

@@ -176,7 +176,7 @@ def apply_overrides(part: Partition, text: str) -> Partition:
         key, sep, value = item.partition("=")
         if not sep or not value.strip().lstrip("-").isdigit():
             raise MegasimError(f"--partition wants name=integer pairs separated by commas, got {item!r}")
-        if len(value.strip().lstrip("-")) > 9:
+        if len(value.strip().lstrip("-")) > 18:
             raise MegasimError(f"--partition {key.strip()}: {value.strip()[:12]}... is far beyond any partition")
         if key.strip() in given:
             raise MegasimError(f"--partition {text}: {key.strip()} given twice; give it once")

@@ -10,6 +10,7 @@ import sys
 
 from megasim.app.arguments import Parser as _Parser
 from megasim.app.arguments import BooleanOnce, check_counts, check_needs
+from megasim.app.console import Terminated, error_line, terminate
 from megasim.app.choices import (add_choice_args, add_option_flags, add_policy_args, describe, mapping_from_args,
                                   options_from_args)
 from megasim.contract.build import AXES
@@ -339,33 +340,10 @@ def single_blas_thread() -> None:
         os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
-LINE_LIMIT = 600
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (from `timeout`, CI or a scheduler), handled as Ctrl-C is: outputs not yet in place are removed."""
-
-
-def _terminate(signum, frame):
-    raise Terminated
-
-
-def error_line(text: str, stream=None) -> str:
-    """`text` as one printable line for `stream`: control characters (a newline in a name, a terminal escape)
-    and what the stream's encoding cannot carry (a lone surrogate, non-ASCII under PYTHONIOENCODING=ascii) are
-    written as escapes."""
-    encoding = getattr(stream or sys.stderr, "encoding", None) or "utf-8"
-    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
-                    for ch in text)
-    if len(shown) > LINE_LIMIT:  # a 100,000-digit value is quoted by its ends
-        shown = f"{shown[:LINE_LIMIT // 2]}...({len(shown) - LINE_LIMIT} characters)...{shown[-LINE_LIMIT // 2:]}"
-    return shown.encode(encoding, "backslashreplace").decode(encoding, "replace")
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
+        signal.signal(signal.SIGTERM, terminate)
     try:
         args = parser.parse_args(argv)
         check_needs(args)

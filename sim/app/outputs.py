@@ -53,7 +53,13 @@ def preflight(args) -> None:
     if getattr(args, "command", None) in ("simulate", "compare", "bench") and getattr(args, "plot", None):
         figure_format(args.plot)
     seen: dict[Path, str] = {}
-    folders = {Path(path).resolve(): flag for flag, path, folder in named if folder}
+    folders = {}
+    for flag, path, folder in named:
+        if folder:
+            try:
+                folders[Path(path).resolve()] = flag
+            except (OSError, RuntimeError):  # a loop: check_writable refuses it below
+                pass
     for flag, path, folder in named:
         check_writable(path, folder=folder)
         if not folder:

@@ -71,6 +71,18 @@ def test_convert_swaps_only_the_eligible_layers():
     assert "2 convolution(s) swapped" in str(report)
 
 
+def test_on_a_cpu_convert_and_prepare_say_plainly_that_nothing_runs_on_the_megakernel(monkeypatch):
+    """Without a CUDA device the report says the swapped layers run torch's convolution, and `prepare` warns
+    why it prepared nothing instead of returning an empty result without a word."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    model = Mixed()
+    report = mtorch.convert(model)
+    assert "no CUDA device here: every swapped layer runs torch's convolution" in str(report)
+    with pytest.warns(mtorch.FallbackWarning, match="prepare: no call .* can run on the megakernel.*CUDA"):
+        done = mtorch.prepare(model, torch.randn(2, 4, 9, 7))
+    assert done["shapes"] == {}
+
+
 def test_converted_layers_keep_the_parameters_and_state_dict():
     model = Mixed()
     before = {k: v for k, v in model.state_dict().items()}

@@ -184,3 +184,16 @@ def test_a_search_on_a_profile_that_predicts_part_of_the_space_says_so_once(monk
     assert "predicts no 3xtf32 build: picks are FP32 only" in text and "profile fitted before the laws" in text
     gpu, note, _ = simulation_model("h200")
     schedules_module._warn_profile(gpu.name, note)  # the H200's profile is current: nothing to say
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 3), ("a", 1, 1, 1, 1), None, (1, 2, 3, 4, 0), (1.5, 2, 3, 4, 5)],
+                         ids=["four", "text", "none", "zero", "fraction"])
+def test_a_malformed_shape_is_one_megasim_error(shape):
+    with pytest.raises(MegasimError, match="five positive integers"):
+        Schedules(search_budget=0).resolve(shape, "h200")
+
+
+def test_release_with_nothing_compiled_asks_for_no_gpu_library():
+    code = "import sys; sys.modules['cupy'] = None; import megasim.torch as mt; mt.release(); print('released')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "released", done.stderr[-500:]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
 from torch import nn
 
 from megasim.app.torch.conv import Conv2d
@@ -28,8 +29,11 @@ class ConvertReport:
     kept: list = field(default_factory=list)     # (module name, description, why)
 
     def __str__(self) -> str:
-        lines = [f"megasim.torch.convert: {len(self.swapped)} convolution(s) swapped to the megakernel, "
+        lines = [f"megasim.torch.convert: {len(self.swapped)} convolution(s) swapped to megasim's Conv2d, "
                  f"{len(self.kept)} left to torch"]
+        if self.swapped and not torch.cuda.is_available():
+            lines.append("  no CUDA device here: every swapped layer runs torch's convolution until its inputs are "
+                         "on one (the megakernel runs only there)")
         lines += [f"  swapped  {name}: {what}" for name, what in self.swapped]
         lines += [f"  kept     {name}: {what}: {why}" for name, what, why in self.kept]
         runs = self.runs()

@@ -180,6 +180,8 @@ def built() -> list[LayerPlan]:
 
 def release() -> None:
     """Drop every plan and free its device memory (CuPy's pool); the next call of a shape rebuilds it."""
+    if not _PLANS:  # nothing was compiled, so nothing holds device memory: no GPU library is asked for
+        return
     for plan in _PLANS.values():
         plan.released, plan.builds = True, {}
     _PLANS.clear()

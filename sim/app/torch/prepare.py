@@ -11,13 +11,14 @@ so the next forward starts at once.
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from megasim.app.torch import plans
-from megasim.app.torch.conv import Conv2d, device_index
+from megasim.app.torch.conv import Conv2d, FallbackWarning, device_index
 from megasim.app.torch.ops import build_layout
 from megasim.app.torch.parallel import prepare_shapes
 from megasim.app.torch.schedules import shape_name
@@ -27,19 +28,23 @@ from megasim.app.torch.schedules import shape_name
 def _shapes_of(layers: list[Conv2d]):
     """Record (layer, shape, device) of every eligible call while the layers run torch's convolution."""
     seen: list[tuple] = []
+    refused: list[str] = []
 
     def forward(layer):
         def run(x):
-            if layer.megakernel_reason(x) is None:
+            why = layer.megakernel_reason(x)
+            if why is None:
                 n, c, h, w = x.shape
                 seen.append((layer, (n, c, h, w, layer.out_channels), device_index(x), build_layout(x)))
+            else:
+                refused.append(why)
             return nn.Conv2d.forward(layer, x)
         return run
 
     for layer in layers:
         layer.forward = forward(layer)
     try:
-        yield seen
+        yield seen, refused
     finally:
         for layer in layers:
             del layer.forward
@@ -50,8 +55,12 @@ def prepare(model: nn.Module, *inputs, workers: int | None = None) -> dict:
     layers; returns each shape's schedule and how long each step took."""
     layers = [m for m in model.modules() if isinstance(m, Conv2d)]
     t0 = time.perf_counter()
-    with torch.no_grad(), _shapes_of(layers) as seen:
+    with torch.no_grad(), _shapes_of(layers) as (seen, refused):
         model(*inputs)
+    if not seen:
+        why = (f"megasim.torch.prepare: no call of the model's {len(layers)} megasim layer(s) can run on the "
+               f"megakernel, so nothing was prepared: {refused[0] if refused else 'none of them was called'}")
+        warnings.warn(why, FallbackWarning, stacklevel=2)
     groups: dict[tuple, dict] = {}
     for layer, shape, device, layout in seen:
         groups.setdefault((layer._schedules_key, device), {}).setdefault(shape, set()).add(layout)

@@ -74,8 +74,20 @@ def _warn_profile(gpu: str, note: str) -> None:
                       stacklevel=3)
 
 
+def checked_shape(shape) -> tuple:
+    """(N, C, H, W, K) as five positive ints; anything else is one MegasimError saying what was given."""
+    try:
+        out = tuple(int(v) for v in shape)
+        ok = len(out) == 5 and all(v > 0 for v in out) and all(float(v) == int(v) for v in shape)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise MegasimError(f"a convolution shape is (N, C, H, W, K), five positive integers; got {shape!r}")
+    return out
+
+
 def shape_name(shape) -> str:
-    return "x".join(str(int(v)) for v in shape)
+    return "x".join(str(v) for v in checked_shape(shape))
 
 
 def default_cache_dir() -> Path:
@@ -274,7 +286,7 @@ class Schedules:
 
     def lookup(self, shape, gpu: str) -> Schedule | None:
         """A schedule from the mapping files or the cache, without searching; None if neither has one."""
-        shape = tuple(int(v) for v in shape)
+        shape = checked_shape(shape)
         if self.mapping_dir:
             path = _mapping_files(Path(self.mapping_dir)).get(shape)
             if path is not None:
@@ -306,7 +318,7 @@ class Schedules:
 
     def make(self, shape, gpu: str) -> Schedule:
         """A new schedule for `shape`: the search (stored in the cache), or the table's default."""
-        shape = tuple(int(v) for v in shape)
+        shape = checked_shape(shape)
         if self.search_budget <= 0:
             return default_schedule(shape, gpu)
         try:
