@@ -1,6 +1,7 @@
 """What the command line prints when it stops: each error as one printable line, SIGTERM as an interrupt."""
 from __future__ import annotations
 
+import signal
 import sys
 
 LINE_LIMIT = 600
@@ -11,7 +12,13 @@ class Terminated(KeyboardInterrupt):
 
 
 def terminate(signum, frame):
-    """The SIGTERM handler `main` installs."""
+    """The SIGTERM handler `main` installs. `timeout` and CI signal this process alone, not its worker processes
+    (as Ctrl-C does the terminal's whole group), and a pool would wait for its workers for ever: they are ended
+    first."""
+    import multiprocessing
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    for child in multiprocessing.active_children():
+        child.terminate()
     raise Terminated
 
 

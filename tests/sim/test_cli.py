@@ -190,3 +190,24 @@ def test_mappings_lists_every_entry_with_its_options_help(capsys, registry):
         assert f"  {name} " in out
         for o in declared(registry.get(name).options):
             assert f"{o.name}={o.default!r}: {o.help}" in out
+
+
+def test_sigterm_ends_a_run_and_its_workers_as_ctrl_c_does_and_leaves_no_output(tmp_path):
+    """`timeout` and CI signal the process alone: its worker processes are ended too (a pool would otherwise wait
+    for them for ever), it exits 143, and the outputs it had not finished are not left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "v"
+    proc = subprocess.Popen([sys.executable, "-m", "megasim.app.cli", "validate", "--gpu", "h200", "--jobs", "2",
+                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # about when the pool starts; any moment must end the same way
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("SIGTERM did not end the run") from None
+    assert rc == 128 + signal.SIGTERM, proc.stderr.read()[-500:]
+    assert not out.exists() or not any(out.rglob("*"))
