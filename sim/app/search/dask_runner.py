@@ -64,7 +64,7 @@ def _client_class():
     try:
         from dask.distributed import Client
     except ImportError:
-        raise MegasimError("--scheduler needs dask[distributed] (pip install 'megasim[dask]')") from None
+        raise MegasimError('--scheduler needs Dask: pip install "dask[distributed]"') from None
     return Client
 
 

@@ -57,7 +57,7 @@ def require_optuna():
     try:
         import optuna
     except ImportError:
-        raise MegasimError("search needs optuna: pip install -e \".[search]\" (or pip install optuna)") from None
+        raise MegasimError("search needs Optuna: pip install \"optuna>=3.5\"") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 
