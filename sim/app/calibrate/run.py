@@ -153,8 +153,7 @@ def fit_profile(gpu_name: str, raw_dir, out, jobs: int = 2, log=print, sharing: 
 
 
 def _whole_build_inputs(paths: dict, micro: dict, sharing: str) -> tuple[list, list, dict | None]:
-    """Stages 4 and 5's inputs, each checked before any simulating: the builds (resident form only), the 3xTF32
-    rows (where there are builds) and the tensor cores' measured rates they need."""
+    """Stages 4 and 5's inputs, checked before any simulating: builds, 3xTF32 rows and the tensor rates they need."""
     builds = load_builds(paths["builds"])[1] if sharing == "resident" and present(paths["builds"]) else []
     tensor = load_tensor_core(paths["tensor_core"]) if builds and present(paths["tensor_core"]) else []
     return builds, tensor, (tensor_rates(micro, paths["micro"]) if tensor else None)
