@@ -135,7 +135,10 @@ def _table(layer: Layer, gpu: str, root: Path) -> tuple[dict, Path, str, dict]:
     path = root / "partitions" / f"{gpu.lower()}.toml"
     fields = Partition().to_dict()
     if not path.exists():
-        return fields, path, f"Partition() defaults (no {shown_path(path)})", {}
+        portable = root / "partitions" / "portable.toml"
+        if gpu.lower() in gpu_names(root) or not portable.exists():
+            return fields, path, f"Partition() defaults (no {shown_path(path)})", {}
+        path = portable  # a GPU megasim has no spec of: the portable table, whose GEMM tasks the warp body tiles
     data = read_toml(path)
     via = ""
     if "same_as" in data:

@@ -28,7 +28,19 @@ def test_the_tensor_rates_are_the_gpus_own_measurement():
 def test_every_paper_layer_whose_warp_tiling_fits_gets_three_3xtf32_rows():
     assert tensor_builds("h100") == tensor_builds("h200")
     assert len(tensor_builds("h200")) == 36 and {m for _, m in tensor_builds("h200")} == {2, 4, 6}
-    assert tensor_builds("nogpu") == []  # Partition() defaults: the warp body cannot tile them
+    assert tensor_builds("a100") == []  # a datasheet GPU without a table: Partition() defaults, no warp tiling
+    assert tensor_builds("nogpu") == tensor_builds("h200")  # a GPU with no spec: the portable table, which tiles
+
+
+def test_a_gpu_megasim_has_no_spec_of_runs_the_portable_table():
+    from megasim.app.catalog import load_layer, partition_and_source
+    from megasim.contract.build import discrete_builds
+    from megasim.contract.resources import PRECISIONS
+    layer = load_layer("ResNet-2")
+    part, source = partition_and_source(layer, "mygpu")
+    assert source == "scenarios/partitions/portable.toml [default]" and part.gemm_k_per_task == 64
+    assert {b.precision for b in discrete_builds(layer, part, PRECISIONS)} == {"fp32", "3xtf32"}
+    assert partition_and_source(layer, "v100")[1].startswith("Partition() defaults")
 
 
 def test_a_finished_tensor_core_file_is_not_measured_again(tmp_path):
