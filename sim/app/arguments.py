@@ -10,6 +10,7 @@ works with by `check_needs`, from the table `NEEDS`.
 from __future__ import annotations
 
 import argparse
+import os
 
 from megasim.contract.errors import MegasimError
 
@@ -90,7 +91,6 @@ class BooleanOnce(argparse.BooleanOptionalAction):
 def check_counts(args) -> None:
     """Worker counts this machine can run and budgets that measure something: `--jobs 100000` would start
     thousands of processes on two cores, `--budget-s -1` would measure nothing and call it a pause."""
-    import os
     cores = os.cpu_count() or 1
     jobs = getattr(args, "jobs", None)
     if isinstance(jobs, int) and jobs > cores:

@@ -16,6 +16,7 @@ from megasim.app.network_spec import NetworkLayer, load_network_spec
 from megasim.app.choices import mapping_from_args, options_from_args
 from megasim.app.network import LayerTimes, plan, report, run_rows
 from megasim.app.network_report import format_network
+from megasim.app.report import builds_text
 from megasim.contract.errors import MegasimError
 from megasim.contract.problem import WinogradVariant
 from megasim.contract.scheduling import MODES
@@ -74,8 +75,7 @@ def build_lines(rows: list[dict]) -> list[str]:
     """The builds each layer simulated, every axis named, one line per distinct pair of builds."""
     by_build: dict[str, list[str]] = {}
     for r in rows:
-        key = (f"fused F{r['variant']} {r['mode']} {r['gemm']} {r['precision']} | "
-               f"non-fused F{r['variant']} {r['gemm']} {r['precision']}")
+        key = builds_text(r["variant"], r["mode"], r["gemm"], r["precision"])
         by_build.setdefault(key, []).append(r["name"])
     return [f"builds of {', '.join(names)}: {key}" for key, names in by_build.items()]
 

@@ -17,7 +17,7 @@ from megasim.contract.errors import MegasimError
 from megasim.contract.graph import build_graph
 from megasim.contract.interpreter import RunConfig
 from megasim.contract.problem import WinogradVariant
-from megasim.engine.blocks import predicted_precisions
+from megasim.engine.blocks import predicted_precisions, require_precision
 from megasim.engine.interpreter import SimpyInterpreter
 
 SINGLE_BUILD_FLAGS = ("gemm", "mode", "variant", "mapping", "trace", "plot", "network")
@@ -51,12 +51,10 @@ def rank_builds(layer, own, gpu, mapping_for, policy: str, options: dict | None 
 def ranked_precisions(pinned: str | None, gpu) -> tuple[str, ...]:
     """The precisions `--all-builds` ranks: the one pinned, else every one the model predicts (3xTF32 too where it
     has a `gemm_precision` law, as the calibrated H200 profile does)."""
-    known = predicted_precisions(gpu.model)
-    if pinned and pinned not in known:
-        raise MegasimError(f"--precision {pinned} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]), which "
-                           f"calibration fits from a GPU's 3xTF32 measurements; this model predicts "
-                           f"{', '.join(known)} only")
-    return (pinned,) if pinned else known
+    if pinned:
+        require_precision(gpu.model, pinned)
+        return (pinned,)
+    return predicted_precisions(gpu.model)
 
 
 def check_single_build_flags(given) -> None:

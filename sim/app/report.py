@@ -36,10 +36,14 @@ def format_simulation(graph, gpu, result, partition_source: str | None = None) -
                       f"(simulated in {result.sim_seconds:.2f} s)"])
 
 
+def builds_text(variant: int, mode: str, gemm: str, precision: str) -> str:
+    """The two builds one simulation runs, every axis named (launch, variant, mode, GEMM body, precision), FP32
+    included: `simulate` and `simulate --network` print it."""
+    return f"fused F{variant} {mode} {gemm} {precision} | non-fused F{variant} {gemm} {precision}"
+
+
 def build_line(variant: int, result) -> str:
-    """The two builds simulated, every axis named (launch, variant, mode, GEMM body, precision), FP32 included."""
-    return (f"builds: fused F{variant} {result.mode} {result.gemm} {result.precision} | "
-            f"non-fused F{variant} {result.gemm} {result.precision}")
+    return f"builds: {builds_text(variant, result.mode, result.gemm, result.precision)}"
 
 
 def format_call(call: dict) -> str:

@@ -101,16 +101,20 @@ def predicted_precisions(model) -> tuple[str, ...]:
     return PRECISIONS if model.law("gemm_precision") is not None else ("fp32",)
 
 
-def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
-    """FP32 work of a GEMM task at `precision` (not fp32) per unit of its FP32 work (the `gemm_precision` law)."""
+def require_precision(model, precision: str) -> None:
+    """Refuse a precision `model` cannot predict, in one line that says what would let it."""
     from megasim.contract.errors import MegasimError
     if precision not in PRECISIONS:
         raise MegasimError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
-    law = model.law("gemm_precision")
-    if law is None:
+    if precision not in predicted_precisions(model):
         raise MegasimError(f"precision {precision!r} needs a gemm_precision law (laws = [\"tensor_core_gemm\"]), which "
                            "calibration fits from a GPU's <gpu>_tensor_core.json; this model has none")
-    return law.fp_factor(partition, gpu.fp32_flops_per_cycle_per_sm)
+
+
+def gemm_precision_factor(model, partition, gpu, precision: str) -> float:
+    """FP32 work of a GEMM task at `precision` (not fp32) per unit of its FP32 work (the `gemm_precision` law)."""
+    require_precision(model, precision)
+    return model.law("gemm_precision").fp_factor(partition, gpu.fp32_flops_per_cycle_per_sm)
 
 
 def work_scale(n: int, cv: float, seed: int) -> np.ndarray | None:

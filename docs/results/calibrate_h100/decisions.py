@@ -41,7 +41,7 @@ def models(raw: Path, tmp: Path) -> dict:
 
 
 def main() -> int:
-    from megasim.app.calibrate.builds import decision_summary, pick_rows, predictable, predicted
+    from megasim.app.calibrate.builds import decision_summary, pick_rows, precision_of, predictable, predicted
     from megasim.app.calibrate.measurements import load_builds
     p = argparse.ArgumentParser()
     p.add_argument("raw", type=Path)
@@ -56,8 +56,8 @@ def main() -> int:
             for kind, rows in data.items():
                 known = predictable(rows, spec)
                 built = predicted(known, spec, pool)
-                fp32 = [r for r in built if r.get("precision", "fp32") == "fp32"]
-                fp32_measured = [r for r in rows if r.get("precision", "fp32") == "fp32"]
+                fp32 = [r for r in built if precision_of(r) == "fp32"]
+                fp32_measured = [r for r in rows if precision_of(r) == "fp32"]
                 result[f"{name}/{kind}"] = {"every_build": decision_summary(built, rows),
                                             "fp32_builds": decision_summary(fp32, fp32_measured),
                                             "picks": pick_rows(built, rows),

@@ -24,13 +24,16 @@ FIT_VARIANTS = (4, 6)  # F(2) builds are never a layer's fastest, and a third of
 MAX_TASKS = 40_000  # as stage 3: the largest layers cost most of a probe and add nothing the others lack
 
 
-def training_rows(rows: list[dict], **axes) -> list[dict]:
-    """The rows stage 4 fits on: training layers' FP32 builds (stage 5 fits the 3xTF32 law apart), F(4) and
-    F(6), up to `MAX_TASKS` tasks, and each of `axes` (a row field -> its value) as given."""
-    axes = {"precision": "fp32", **axes}
-    return [r for r in rows if r["split"] == "train" and r["variant"] in FIT_VARIANTS
-            and all(r.get(k, "fp32" if k == "precision" else None) == v for k, v in axes.items())
-            and graph_of(r).num_tasks <= MAX_TASKS]
+def precision_of(row: dict) -> str:
+    """A measured build's precision: rows written before there was a choice name none, and are FP32."""
+    return row.get("precision", "fp32")
+
+
+def training_rows(rows: list[dict], precision: str = "fp32", **axes) -> list[dict]:
+    """The rows stage 4 fits on: training layers' builds at `precision` (FP32: stage 5 fits the 3xTF32 law
+    apart), F(4) and F(6), up to `MAX_TASKS` tasks, and each of `axes` (a row field -> its value) as given."""
+    return [r for r in rows if r["split"] == "train" and r["variant"] in FIT_VARIANTS and precision_of(r) == precision
+            and all(r[k] == v for k, v in axes.items()) and graph_of(r).num_tasks <= MAX_TASKS]
 
 
 def log_error(rows: list[dict], spec, pool=None) -> float:
@@ -39,7 +42,7 @@ def log_error(rows: list[dict], spec, pool=None) -> float:
 
 
 def build_of(row: dict) -> Build:
-    return Build(row["launch"], row["variant"], row["mode"], row["gemm"], precision=row.get("precision", "fp32"))
+    return Build(row["launch"], row["variant"], row["mode"], row["gemm"], precision=precision_of(row))
 
 
 def predictable(rows: list[dict], spec) -> list[dict]:
@@ -47,12 +50,12 @@ def predictable(rows: list[dict], spec) -> list[dict]:
     law predicts no 3xTF32 build."""
     from megasim.engine.blocks import predicted_precisions
     known = predicted_precisions(spec.model)
-    return [r for r in rows if r.get("precision", "fp32") in known]
+    return [r for r in rows if precision_of(r) in known]
 
 
 def predict_build(row: dict, spec) -> float:
     """What the model predicts for the build a row measured, on its partition and mapping."""
-    engine = SimpyInterpreter(spec, gemm=row["gemm"], precision=row.get("precision", "fp32"))
+    engine = SimpyInterpreter(spec, gemm=row["gemm"], precision=precision_of(row))
     if row["launch"] == "fused":
         return engine.run(graph_of(row), mapping_of(row), RunConfig(mode=row["mode"])).time_us
     return engine.run(graph_of(row), None, RunConfig(launch="nonfused")).time_us
@@ -130,7 +133,7 @@ def builds_section(rows: list[dict], measured: list[dict] | None = None, what: t
     the section's title, what the layers are and the file (`PAPER`, `CORPUS`). `measured`: every build timed,
     where the model predicts only some: the regret is against the fastest of them."""
     unpredicted = len(measured) - len(rows) if measured else 0
-    kinds = sorted({(r["launch"], r["mode"], r["gemm"], r.get("precision", "fp32")) for r in rows})
+    kinds = sorted({(r["launch"], r["mode"], r["gemm"], precision_of(r)) for r in rows})
     title, layers, source = what
     lines = [title, "",
              f"{len(rows)} builds of {len({r['layer']['name'] for r in rows})} {layers} each at the layer's "
@@ -143,8 +146,8 @@ def builds_section(rows: list[dict], measured: list[dict] | None = None, what: t
              "| launch | mode | GEMM body | precision | train builds | train MAPE | held-out builds | held-out MAPE |",
              "|---|---|---|---|---|---|---|---|"]
     for launch, mode, gemm, precision in kinds:
-        mine = [r for r in rows if (r["launch"], r["mode"], r["gemm"], r.get("precision", "fp32"))
-                == (launch, mode, gemm, precision)]
+        mine = [r for r in rows
+                if (r["launch"], r["mode"], r["gemm"], precision_of(r)) == (launch, mode, gemm, precision)]
         train, held = ([r for r in mine if r["split"] == s] for s in ("train", "heldout"))
         lines.append(f"| {launch} | {mode if launch == 'fused' else '-'} | {gemm} | {precision} | {len(train)} | "
                      f"{_mape(train)} | {len(held)} | {_mape(held)} |")

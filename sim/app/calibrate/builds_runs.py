@@ -20,7 +20,7 @@ from megasim.contract.resources import PRECISIONS
 def _rows(layer, rows: list[dict], split: str, defaults: dict) -> list[dict]:
     return [{"layer": asdict(layer), "partition": r["partition"], "strategy": r["strategy"],
              "params": r["options"] or defaults, "launch": r["launch"],
-             "variant": r["variant"], "mode": r["mode"], "gemm": r["gemm"], "precision": r.get("precision", "fp32"),
+             "variant": r["variant"], "mode": r["mode"], "gemm": r["gemm"], "precision": r["precision"],
              "us": round(r["measured_us"], 3),
              "split": split}
             for r in rows if r.get("measured_us") and not r.get("nan_count")]

@@ -65,16 +65,15 @@ def _hardware(gpu, out, reps, header, tasks, layers, budget_s, corpus) -> bool:
     folder resumes instead of re-measuring."""
     from megasim.gpu.microbench import SECTIONS
     path = out / f"{gpu}_micro.json"
-    if path.exists():
-        micro = json.loads(path.read_text())
+    micro = json.loads(path.read_text()) if path.exists() else None
+    if micro is not None and (micro.get("tasks") or not tasks):
         missing = [s for s in SECTIONS if s not in micro]
         if missing:
             micro.update(measure_hardware(reps, sections=missing))
             added = {k: header()[k] for k in ("date_utc", "kernel_build")}
             micro["header"].setdefault("sections_added", {}).update({s: added for s in missing})
             _write(path, micro)
-        if micro.get("tasks") or not tasks:
-            return True
+        return True
     micro = {"header": header(), **measure_hardware(reps)}
     micro.setdefault("dispatch_summary", {})
     micro["tasks"] = []

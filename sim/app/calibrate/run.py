@@ -370,10 +370,10 @@ def _winner_margins(rows, summary) -> list[str]:
 
 
 def _profile_section(profile) -> list[str]:
+    warned = [f"**Warning:** {w}." for w in profile.warnings()]
     lines = ["## The fitted profile", "", f"Fitted on {', '.join(profile.provenance.get('measurements', []))} "
              f"(device {profile.provenance.get('device')}, commit {profile.provenance.get('measured_commit')}, "
-             f"kernel build {profile.provenance.get('kernel_build')}).", "",
-             *[f"**Warning:** {w}." for w in profile.warnings()], *([""] if profile.warnings() else []),
+             f"kernel build {profile.provenance.get('kernel_build')}).", "", *warned, *([""] if warned else []),
              "| parameter | value |", "|---|---|"]
     for section in (profile.hardware, profile.model, profile.fit):
         lines += [f"| `{k}` | {v} |" for k, v in section.items()]
