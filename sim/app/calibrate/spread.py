@@ -12,7 +12,7 @@ from __future__ import annotations
 from megasim.contract.errors import MegasimError
 
 # seconds each part took on one H200, 2026-11-28: hardware with its task microbenchmarks, then each collector;
-# builds (both precisions since), tensor_core and corpus_builds are estimates until a run times them: 456 builds
+# builds (both precisions since), tensor_core and corpus_builds are estimates until a run times them: 444 builds
 # at the FP32 builds' rate, 36 rows at the 20 s the 12 F(4) rows took (docs/results/tensor_core), 12 shapes' builds
 SECONDS = {"hardware": 40.0, "runs": 40.0, "trace_sample": 150.0, "kernel_graph": 15.0, "builds": 240.0,
            "tensor_core": 90.0, "corpus": 60.0, "corpus_builds": 200.0}
